@@ -1,0 +1,75 @@
+/* perf.c: the performance of a node seen from any initiator, and the kind
+ * of memory it is.  The platform often reports a memory-only node only for
+ * its nearest initiator; from farther initiators the value is estimated by
+ * scaling with the ratio of NUMA distances (bandwidth down, latency up). */
+#include "internal.h"
+
+static uint64_t scale(uint64_t value, unsigned num, unsigned den) {
+  return den == 0 ? 0 : (value * num + den / 2) / den;
+}
+
+sicm_perf_cell sicm_perf_seen_from(const sicm_topo *topo, unsigned initiator, unsigned target) {
+  sicm_perf_cell seen = *sicm_topo_perf(topo, initiator, target);
+  int nearest = sicm_topo_nearest_initiator(topo, target);
+  if (nearest < 0 || (unsigned)nearest == initiator)
+    return seen;
+  const sicm_perf_cell *ref = sicm_topo_perf(topo, (unsigned)nearest, target);
+  unsigned d_ref = sicm_topo_distance(topo, (unsigned)nearest, target);
+  unsigned d_seen = sicm_topo_distance(topo, initiator, target);
+  int estimated = 0;
+#define SICM_ESTIMATE(field, num, den)                 \
+  if (seen.field == 0 && ref->field != 0) {            \
+    seen.field = scale(ref->field, num, den);          \
+    estimated = 1;                                     \
+  }
+  SICM_ESTIMATE(read_bandwidth, d_ref, d_seen)
+  SICM_ESTIMATE(write_bandwidth, d_ref, d_seen)
+  SICM_ESTIMATE(read_latency, d_seen, d_ref)
+  SICM_ESTIMATE(write_latency, d_seen, d_ref)
+#undef SICM_ESTIMATE
+  if (estimated)
+    seen.source = SICM_SOURCE_ESTIMATE;
+  return seen;
+}
+
+/* Mean of the known values of a pair; 0 when neither is known. */
+static uint64_t mean_known(uint64_t a, uint64_t b) {
+  if (a && b)
+    return (a + b) / 2;
+  return a ? a : b;
+}
+
+uint64_t sicm_perf_bandwidth(const sicm_perf_cell *cell) {
+  return mean_known(cell->read_bandwidth, cell->write_bandwidth);
+}
+
+uint64_t sicm_perf_latency(const sicm_perf_cell *cell) {
+  return mean_known(cell->read_latency, cell->write_latency);
+}
+
+/* A node with CPUs is DRAM.  A memory-only node is compared with the DRAM
+ * of its nearest initiator: more bandwidth makes HBM, less makes capacity
+ * memory; at equal bandwidth, higher latency makes capacity memory. */
+sicm_device_kind sicm_classify(const sicm_topo *topo, unsigned target, sicm_source *source) {
+  *source = SICM_SOURCE_TOPOLOGY;
+  if (topo->nodes[target].has_cpus)
+    return SICM_KIND_DRAM;
+  int init = sicm_topo_nearest_initiator(topo, target);
+  if (init < 0)
+    return SICM_KIND_UNKNOWN;
+  const sicm_perf_cell *far = sicm_topo_perf(topo, (unsigned)init, target);
+  const sicm_perf_cell *local = sicm_topo_perf(topo, (unsigned)init, (unsigned)init);
+  uint64_t bw_far = sicm_perf_bandwidth(far), bw_local = sicm_perf_bandwidth(local);
+  uint64_t lat_far = sicm_perf_latency(far), lat_local = sicm_perf_latency(local);
+  sicm_source src = far->source == SICM_SOURCE_CONFIG || local->source == SICM_SOURCE_CONFIG
+                        ? SICM_SOURCE_CONFIG : SICM_SOURCE_FIRMWARE;
+  if (bw_far && bw_local && bw_far != bw_local) {
+    *source = src;
+    return bw_far > bw_local ? SICM_KIND_HBM : SICM_KIND_CAPACITY;
+  }
+  if (lat_far && lat_local) {
+    *source = src;
+    return lat_far > lat_local ? SICM_KIND_CAPACITY : SICM_KIND_DRAM;
+  }
+  return SICM_KIND_UNKNOWN;
+}

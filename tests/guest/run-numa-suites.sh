@@ -1,0 +1,27 @@
+#!/bin/sh
+# run-numa-suites.sh (runs inside the guest): the harness self-test, then
+# each NUMA suite given on the command line.  Exits 0 only if all pass.
+set -u
+build=$1
+shift
+src=${SICM_TOP_SRCDIR:-$build}
+passed=0
+failed=0
+run() {
+  name=$1
+  shift
+  echo "=== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+    echo "=== PASS: $name"
+  else
+    failed=$((failed + 1))
+    echo "=== FAIL: $name"
+  fi
+}
+run harness-selftest sh "$src/tests/guest/selftest.sh" "$build/tests/guest/selftest"
+for suite in "$@"; do
+  run "$suite" "$build/$suite"
+done
+echo "guest suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

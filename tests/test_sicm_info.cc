@@ -1,0 +1,85 @@
+// test_sicm_info.cc: `sicm-info --json` is valid JSON and agrees with the C API.
+#include <stdio.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "sicm_test.h"
+
+namespace {
+
+std::string RunCommand(const std::string &cmd, int *status) {
+  FILE *p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *status = p ? pclose(p) : -1;
+  return out;
+}
+
+// Flattens the JSON to one line per device and ranking with python's json module.
+const char *kFlatten =
+    "python3 -c 'import json,sys; d=json.load(sys.stdin)\n"
+    "for v in d[\"devices\"]: print(\"dev\", v[\"node\"], v[\"kind\"], v[\"page_size\"], "
+    "v[\"capacity\"], v[\"perf\"][\"read_bandwidth\"], v[\"perf\"][\"read_latency\"], "
+    "v[\"distance\"][str(v[\"node\"])])\n"
+    "for k, r in d[\"rankings\"].items(): print(\"rank\", k, r[\"source\"], "
+    "*[e[\"node\"] for e in r[\"order\"]])'";
+
+TEST(SicmInfo, JsonIsValidAndAgreesWithTheApi) {
+  std::string tool = sicm_test::BuildPath("tools/sicm-info");
+  int status;
+  std::string out = RunCommand(tool + " --json | " + kFlatten, &status);
+  ASSERT_EQ(0, status) << out;
+
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  std::ostringstream expect;
+  const sicm_device_list *list = sicm_devices();
+  for (unsigned i = 0; i < list->count; i++) {
+    const sicm_device &d = list->devices[i];
+    expect << "dev " << d.node << " " << sicm_device_kind_name(d.kind) << " " << d.page_size << " "
+           << d.capacity << " " << d.perf.read_bandwidth << " " << d.perf.read_latency << " "
+           << sicm_node_distance(d.node, d.node) << "\n";
+  }
+  for (sicm_rank_by by : {SICM_RANK_BANDWIDTH, SICM_RANK_LATENCY, SICM_RANK_CAPACITY,
+                          SICM_RANK_NEAREST}) {
+    std::vector<sicm_rank_entry> e(list->count);
+    sicm_source source;
+    int n = sicm_rank(by, sicm_node_self(), e.data(), e.size(), &source);
+    expect << "rank " << sicm_rank_by_name(by) << " " << sicm_source_name(source);
+    for (int i = 0; i < n; i++) expect << " " << e[i].device->node;
+    expect << "\n";
+  }
+  EXPECT_EQ(expect.str(), out);
+}
+
+TEST(SicmInfo, TableNamesEveryNode) {
+  int status;
+  std::string out = RunCommand(sicm_test::BuildPath("tools/sicm-info"), &status);
+  ASSERT_EQ(0, status);
+  EXPECT_NE(std::string::npos, out.find("ranking seen from node"));
+  EXPECT_NE(std::string::npos, out.find("bandwidth"));
+}
+
+TEST(SicmInfo, BadOptionExitsTwo) {
+  int status;
+  RunCommand(sicm_test::BuildPath("tools/sicm-info") + " --frobnicate 2>/dev/null", &status);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(2, WEXITSTATUS(status));
+}
+
+TEST(SicmInfo, MalformedConfIsReportedWithLine) {
+  sicm_test::TempFile conf("node 0 speed=3\n");
+  int status;
+  std::string out = RunCommand("SICM_DEVICES_CONF=" + std::string(conf.path()) + " " +
+                            sicm_test::BuildPath("tools/sicm-info") + " 2>&1",
+                        &status);
+  EXPECT_EQ(1, WEXITSTATUS(status));
+  EXPECT_NE(std::string::npos, out.find(std::string(conf.path()) + ":1: unknown key 'speed'"))
+      << out;
+}
+
+}  // namespace
