@@ -41,9 +41,12 @@ extern "C" {
  *   ENOMEM  out of memory. */
 int sicm_init(void);
 
-/* Release what sicm_init() built once the last reference is dropped.  After
- * the last sicm_fini() every sicm_device pointer is invalid.
- * Returns 0, or -1 with errno EPERM when the library is not initialized. */
+/* Release what sicm_init() built once the last reference is dropped: the
+ * library's default arenas (sicm_alloc() memory) are destroyed and every
+ * sicm_device pointer becomes invalid.  Returns 0, or -1 with errno
+ *   EPERM  the library is not initialized;
+ *   EBUSY  this is the last reference and arenas created with
+ *          sicm_arena_create*() are still live (nothing is released). */
 int sicm_fini(void);
 
 /* A description of the last failure of a sicm function on this thread
@@ -190,6 +193,155 @@ sicm_device *sicm_device_best(sicm_rank_by by, int initiator);
 /* Printable criterion name: "bandwidth", "latency", "capacity", "nearest",
  * or "invalid".  Never NULL. */
 const char *sicm_rank_by_name(sicm_rank_by by);
+
+
+/* ------------------------------------------------------------------------ */
+/* Arenas                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* An arena: a group of allocations placed on one set of devices and moved
+ * together.  The handle is opaque; after sicm_arena_destroy() it stays
+ * invalid (ESTALE) even when a new arena takes its place. */
+typedef struct sicm_arena_s *sicm_arena;
+
+/* Flags of sicm_arena_create_devices().  Placement: at most one of
+ * PREFERRED and INTERLEAVE (default: strict binding).  Huge pages: at most
+ * one of HUGEPAGES and NOHUGEPAGES (default: the system's THP setting). */
+enum sicm_arena_flags {
+  SICM_ARENA_PREFERRED = 1u << 0,   /* prefer the devices, fall back elsewhere when full */
+  SICM_ARENA_INTERLEAVE = 1u << 1,  /* interleave pages over the devices, strictly */
+  SICM_ARENA_HUGEPAGES = 1u << 2,   /* ask for transparent huge pages (MADV_HUGEPAGE) */
+  SICM_ARENA_NOHUGEPAGES = 1u << 3, /* never transparent huge pages (MADV_NOHUGEPAGE) */
+};
+
+/* Most devices one arena can be bound to. */
+#define SICM_ARENA_DEVICES_MAX 64
+
+/* Create an arena whose every page — data and the allocator's own metadata
+ * for it — is on `dev` (strict binding).  `maxsize` bounds the bytes the
+ * arena holds (sicm_arena_size()), including about 2 MiB of allocator
+ * metadata created with the arena; 0 means unlimited.
+ * Returns the arena, or NULL with errno
+ *   EPERM   library not initialized;
+ *   EINVAL  dev NULL or not from sicm_devices();
+ *   ENOTSUP dev is a hugetlb device (not supported yet);
+ *   ENOMEM  maxsize below the arena's metadata, out of address space, or
+ *           out of memory;
+ *   EAGAIN  the allocator has no free arena index (about 4000 arenas live). */
+sicm_arena sicm_arena_create(size_t maxsize, sicm_device *dev);
+
+/* As sicm_arena_create(), bound to `ndevs` devices with `flags`
+ * (enum sicm_arena_flags).  Errors as sicm_arena_create(), and EINVAL for
+ * devs NULL, ndevs 0 or above SICM_ARENA_DEVICES_MAX, a device listed twice,
+ * devices of different page sizes, or an unknown or conflicting flag. */
+sicm_arena sicm_arena_create_devices(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
+                                     unsigned flags);
+
+/* Destroy an arena and free everything allocated from it, including what
+ * every thread's cache holds; its pointers become invalid and its address
+ * range is unmapped.  Must not race with other calls on the same arena.
+ * Returns 0, or -1 with errno EINVAL (not an arena) or ESTALE (already
+ * destroyed). */
+int sicm_arena_destroy(sicm_arena sa);
+
+/* Allocate `sz` bytes from the arena.  Returns the memory (aligned for any
+ * object), or NULL with errno
+ *   EINVAL  sa is not an arena, or sz is 0;
+ *   ESTALE  sa was destroyed;
+ *   ENOMEM  the arena would exceed its maxsize, sz is too large (e.g.
+ *           SIZE_MAX), or memory is exhausted. */
+void *sicm_arena_alloc(sicm_arena sa, size_t sz);
+
+/* As sicm_arena_alloc(), aligned to `align` bytes; EINVAL also when align
+ * is not a power of two. */
+void *sicm_arena_alloc_aligned(sicm_arena sa, size_t sz, size_t align);
+
+/* As sicm_arena_alloc() for n * sz zeroed bytes; ENOMEM when n * sz
+ * overflows, EINVAL when it is 0. */
+void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz);
+
+/* Resize `ptr` within the arena it belongs to (contents kept up to the
+ * smaller size; it may move).  ptr NULL allocates from the calling thread's
+ * default arena, as sicm_alloc().  Returns the new pointer, or NULL with
+ * errno (ptr then stays valid and unchanged):
+ *   EINVAL  ptr belongs to no arena, or sz is 0;
+ *   ENOMEM  as sicm_arena_alloc(). */
+void *sicm_realloc(void *ptr, size_t sz);
+
+/* As sicm_realloc(), but `ptr` must belong to arena `sa` (NULL: allocate
+ * from sa).  EINVAL also when ptr belongs to another arena: it stays there,
+ * valid and unchanged. */
+void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
+
+/* Free memory from any arena.  NULL does nothing.  A pointer that no arena
+ * owns (glibc malloc, stack, ...) is not freed: errno is set to EINVAL and
+ * nothing else happens.  Thread-safe; any thread may free any block. */
+void sicm_free(void *ptr);
+
+/* Usable size of an allocation (at least the size asked for).  Returns it,
+ * or 0 with errno EINVAL when ptr is NULL or belongs to no arena. */
+size_t sicm_usable_size(const void *ptr);
+
+/* The arena that owns the address `ptr` (any byte of an allocation), or
+ * NULL when no arena does (errno is not changed).  O(1) and lock-free;
+ * never faults, whatever the pointer. */
+sicm_arena sicm_arena_lookup(const void *ptr);
+
+/* Bytes the arena holds: memory it has committed for data and metadata,
+ * never more than its maxsize.  Returns it, or 0 with errno EINVAL or
+ * ESTALE (bad handle). */
+size_t sicm_arena_size(sicm_arena sa);
+
+/* The arena's devices: writes up to `max` to `out` and returns how many
+ * the arena has, or -1 with errno EINVAL (bad handle, or out NULL with
+ * max > 0) or ESTALE. */
+int sicm_arena_get_devices(sicm_arena sa, sicm_device **out, unsigned max);
+
+/* The arena's first device, or NULL with errno EINVAL or ESTALE. */
+sicm_device *sicm_arena_get_device(sicm_arena sa);
+
+/* Set the calling thread's default arena (NULL: back to the library's
+ * default).  Returns 0, or -1 with errno EINVAL or ESTALE. */
+int sicm_arena_set_default(sicm_arena sa);
+
+/* The calling thread's default arena: the one set with
+ * sicm_arena_set_default(), else the library's default arena of the node the
+ * thread runs on (preferred binding, created on first use, destroyed with
+ * its memory by the last sicm_fini()).  NULL with errno as
+ * sicm_arena_create() when that arena cannot be created. */
+sicm_arena sicm_arena_get_default(void);
+
+/* Allocate from the calling thread's default arena.  NULL with errno as
+ * sicm_arena_alloc() or sicm_arena_get_default(). */
+void *sicm_alloc(size_t sz);
+
+/* The live arenas created with sicm_arena_create*(): writes up to `max` to
+ * `out` and returns how many there are, or -1 with errno EINVAL (out NULL
+ * with max > 0). */
+int sicm_arenas_list(sicm_arena *out, size_t max);
+
+typedef struct sicm_arena_stats {
+  size_t allocated; /* bytes in live allocations (thread caches included) */
+  size_t active;    /* bytes of pages backing active extents */
+  size_t resident;  /* bytes of pages the allocator counts as resident */
+  size_t mapped;    /* bytes of extents the allocator has mapped */
+  size_t held;      /* sicm_arena_size() */
+  size_t maxsize;   /* 0: unlimited */
+} sicm_arena_stats;
+
+/* Statistics of one arena (jemalloc's, refreshed on each call).  Returns 0,
+ * or -1 with errno EINVAL (bad handle or out NULL), ESTALE, or EIO. */
+int sicm_arena_stats_get(sicm_arena sa, sicm_arena_stats *out);
+
+/* Where the arena's pages are: adds to bytes[n] the bytes of its resident
+ * pages on node n, for n < nnodes (pages on higher nodes are not counted).
+ * Returns 0, or -1 with errno EINVAL (bad handle, or bytes NULL),
+ * ESTALE, or the errno of move_pages(2). */
+int sicm_arena_residency(sicm_arena sa, size_t *bytes, size_t nnodes);
+
+/* The NUMA node of the page holding `ptr`, or -1 with errno EFAULT (no
+ * page there: unmapped, or never touched) or that of move_pages(2). */
+int sicm_node_of_ptr(const void *ptr);
 
 #ifdef __cplusplus
 }

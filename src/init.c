@@ -63,6 +63,10 @@ int sicm_fini(void) {
     pthread_mutex_unlock(&init_lock);
     return sicm_fail(EPERM, "sicm_fini: the library is not initialized");
   }
+  if (init_refs == 1 && sicm_arenas_release_all() != 0) {
+    pthread_mutex_unlock(&init_lock);
+    return -1;
+  }
   __atomic_store_n(&init_refs, init_refs - 1, __ATOMIC_RELEASE);
   if (init_refs == 0) {
     sicm_devices_release(&state.devices);

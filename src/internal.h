@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #include <hwloc.h>
+#include <jemalloc/jemalloc.h>
+#include <pthread.h>
 
 #include "sicm.h"
 
@@ -88,5 +90,80 @@ typedef struct sicm_state {
 sicm_state *sicm_state_get(void);
 /* 1 if dev points into the device list of state. */
 int sicm_device_is_known(const sicm_state *state, const sicm_device *dev);
+
+/* ---- arenas ---- */
+#define SICM_ARENA_SLOTS 4096         /* jemalloc allows ~4086 user arenas */
+#define SICM_CHUNK_SHIFT 34           /* address windows come in 16 GiB chunks */
+#define SICM_CHUNK_SIZE ((size_t)1 << SICM_CHUNK_SHIFT)
+#define SICM_ADDRESS_BITS 47          /* user address space without 5-level paging */
+#define SICM_WINDOWS_MAX 64
+
+/* A reserved PROT_NONE range, opened piece by piece from the bottom. */
+typedef struct sicm_window {
+  char *base;
+  size_t size;
+  size_t used;                  /* bytes handed to jemalloc, from base */
+} sicm_window;
+
+typedef struct sicm_arena_rec {
+  extent_hooks_t hooks;         /* first: hooks receive &hooks */
+  uint64_t live_generation;     /* atomic: handle generation while live, 0 when not */
+  uint64_t last_generation;     /* generation of the newest arena in this slot */
+  unsigned slot;
+  unsigned je_index;            /* jemalloc arena index */
+  int library_default;          /* 1: a default arena sicm_fini() destroys */
+  unsigned flags;
+  size_t maxsize;               /* 0: unlimited */
+  size_t held;                  /* atomic: committed bytes */
+  int policy;                   /* MPOL_* for the windows */
+  unsigned long nodemask[16];   /* nodes of the devices (1024 nodes) */
+  unsigned ndevices;
+  sicm_device *devices[SICM_ARENA_DEVICES_MAX];
+  pthread_mutex_t window_lock;  /* windows; taken only inside hooks and by readers */
+  unsigned nwindows;
+  sicm_window windows[SICM_WINDOWS_MAX];
+  pthread_mutex_t tcache_lock;  /* the explicit tcaches of threads using the arena */
+  unsigned ntcaches, tcache_cap;
+  unsigned *tcaches;
+} sicm_arena_rec;
+
+/* arena.c: slots, handles, lifecycle */
+extern sicm_arena_rec *sicm_arena_slots[SICM_ARENA_SLOTS];
+/* The live arena of a handle, or NULL with errno EINVAL/ESTALE. */
+sicm_arena_rec *sicm_arena_resolve(sicm_arena sa);
+sicm_arena sicm_arena_handle(const sicm_arena_rec *rec, uint64_t generation);
+sicm_arena sicm_arena_create_internal(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
+                                      unsigned flags, int library_default);
+/* Destroys the library's default arenas; -1 with EBUSY if user arenas live. */
+int sicm_arenas_release_all(void);
+
+/* window.c: address windows and the chunk -> arena table */
+/* The live arena owning address p, or NULL.  Lock-free. */
+sicm_arena_rec *sicm_window_owner(const void *p);
+/* Takes size bytes (aligned) from the arena's windows, reserving a new
+ * window when needed; NULL when out of address space. Caller holds window_lock. */
+void *sicm_window_take(sicm_arena_rec *rec, void *new_addr, size_t size, size_t alignment);
+void sicm_window_release_all(sicm_arena_rec *rec);
+
+/* extent_hooks.c */
+void sicm_extent_hooks_init(extent_hooks_t *hooks);
+
+/* tcache.c: one explicit jemalloc tcache per (thread, arena) */
+int sicm_tcache_flag_slow(sicm_arena_rec *rec, uint64_t generation);
+void sicm_tcache_destroy_all(sicm_arena_rec *rec);
+typedef struct sicm_tcache_entry {
+  uint64_t generation;
+  int flag;                     /* MALLOCX_TCACHE(id) */
+} sicm_tcache_entry;
+extern __thread sicm_tcache_entry *sicm_thread_tcaches;
+extern __thread unsigned sicm_thread_tcaches_cap;
+
+/* mallocx flags that keep this thread's allocation in this arena. */
+static inline int sicm_tcache_flag(sicm_arena_rec *rec, uint64_t generation) {
+  if (rec->slot < sicm_thread_tcaches_cap &&
+      sicm_thread_tcaches[rec->slot].generation == generation)
+    return sicm_thread_tcaches[rec->slot].flag;
+  return sicm_tcache_flag_slow(rec, generation);
+}
 
 #endif /* SICM_INTERNAL_H */

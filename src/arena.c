@@ -1,0 +1,229 @@
+/* arena.c: arena lifecycle — slots and handles, create and destroy, the
+ * library's default arenas, and the queries about one arena. */
+#include <errno.h>
+#include <stdio.h>
+#include <numaif.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+sicm_arena_rec *sicm_arena_slots[SICM_ARENA_SLOTS];
+
+/* Serializes create and destroy (never taken on the allocation path). */
+static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A handle packs the slot in its low 12 bits and the generation above:
+ * a destroyed arena's handle never matches a later arena in its slot. */
+#define HANDLE_SLOT_BITS 12
+
+sicm_arena sicm_arena_handle(const sicm_arena_rec *rec, uint64_t generation) {
+  return (sicm_arena)(uintptr_t)((generation << HANDLE_SLOT_BITS) | rec->slot);
+}
+
+sicm_arena_rec *sicm_arena_resolve(sicm_arena sa) {
+  uintptr_t h = (uintptr_t)sa;
+  uint64_t generation = h >> HANDLE_SLOT_BITS;
+  sicm_arena_rec *rec = __atomic_load_n(&sicm_arena_slots[h & (SICM_ARENA_SLOTS - 1)],
+                                        __ATOMIC_ACQUIRE);
+  if (generation == 0 || rec == NULL ||
+      generation > __atomic_load_n(&rec->last_generation, __ATOMIC_ACQUIRE))
+    return sicm_fail_null(EINVAL, "not an arena handle");
+  if (__atomic_load_n(&rec->live_generation, __ATOMIC_ACQUIRE) != generation)
+    return sicm_fail_null(ESTALE, "the arena was destroyed");
+  return rec;
+}
+
+/* A free slot's record, allocated on first use and kept for the process's
+ * life so that stale handles and lookups never touch freed memory. */
+static sicm_arena_rec *arena_slot_claim(void) {
+  for (unsigned slot = 0; slot < SICM_ARENA_SLOTS; slot++) {
+    sicm_arena_rec *rec = sicm_arena_slots[slot];
+    if (rec != NULL && rec->live_generation != 0)
+      continue;
+    if (rec == NULL) {
+      rec = calloc(1, sizeof *rec);
+      if (rec == NULL)
+        return NULL;
+      rec->slot = slot;
+      pthread_mutex_init(&rec->window_lock, NULL);
+      pthread_mutex_init(&rec->tcache_lock, NULL);
+      __atomic_store_n(&sicm_arena_slots[slot], rec, __ATOMIC_RELEASE);
+    }
+    return rec;
+  }
+  return NULL;
+}
+
+static int arena_check_devices(const sicm_state *s, sicm_device *const *devs, unsigned ndevs,
+                               unsigned flags) {
+  const unsigned known = SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE | SICM_ARENA_HUGEPAGES |
+                         SICM_ARENA_NOHUGEPAGES;
+  if (flags & ~known)
+    return sicm_fail(EINVAL, "unknown arena flags 0x%x", flags & ~known);
+  if ((flags & SICM_ARENA_PREFERRED) && (flags & SICM_ARENA_INTERLEAVE))
+    return sicm_fail(EINVAL, "PREFERRED and INTERLEAVE exclude each other");
+  if ((flags & SICM_ARENA_HUGEPAGES) && (flags & SICM_ARENA_NOHUGEPAGES))
+    return sicm_fail(EINVAL, "HUGEPAGES and NOHUGEPAGES exclude each other");
+  if (devs == NULL || ndevs == 0 || ndevs > SICM_ARENA_DEVICES_MAX)
+    return sicm_fail(EINVAL, "an arena needs 1 to %d devices", SICM_ARENA_DEVICES_MAX);
+  for (unsigned i = 0; i < ndevs; i++) {
+    if (!sicm_device_is_known(s, devs[i]))
+      return sicm_fail(EINVAL, "device %u is not from sicm_devices()", i);
+    if (devs[i]->huge)
+      return sicm_fail(ENOTSUP, "arenas on hugetlb devices are not supported yet");
+    if (devs[i]->node >= 1024)
+      return sicm_fail(EINVAL, "node %d is beyond the 1024 nodes arenas support", devs[i]->node);
+    for (unsigned j = 0; j < i; j++)
+      if (devs[j] == devs[i])
+        return sicm_fail(EINVAL, "device %u is listed twice", i);
+  }
+  return 0;
+}
+
+static void arena_set_policy(sicm_arena_rec *rec, sicm_device *const *devs, unsigned ndevs,
+                             unsigned flags) {
+  memset(rec->nodemask, 0, sizeof rec->nodemask);
+  for (unsigned i = 0; i < ndevs; i++) {
+    unsigned node = (unsigned)devs[i]->node;
+    rec->nodemask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
+    rec->devices[i] = devs[i];
+  }
+  rec->ndevices = ndevs;
+  if (flags & SICM_ARENA_INTERLEAVE)
+    rec->policy = MPOL_INTERLEAVE;
+  else if (flags & SICM_ARENA_PREFERRED)
+    rec->policy = ndevs == 1 ? MPOL_PREFERRED : MPOL_PREFERRED_MANY;
+  else
+    rec->policy = MPOL_BIND;
+}
+
+sicm_arena sicm_arena_create_internal(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
+                                      unsigned flags, int library_default) {
+  sicm_state *s = sicm_state_get();
+  if (s == NULL || arena_check_devices(s, devs, ndevs, flags) != 0)
+    return NULL;
+  pthread_mutex_lock(&arenas_lock);
+  sicm_arena_rec *rec = arena_slot_claim();
+  if (rec == NULL) {
+    pthread_mutex_unlock(&arenas_lock);
+    return sicm_fail_null(EAGAIN, "all %d arena slots are in use", SICM_ARENA_SLOTS);
+  }
+  rec->flags = flags;
+  rec->maxsize = maxsize;
+  rec->held = 0;
+  rec->library_default = library_default;
+  arena_set_policy(rec, devs, ndevs, flags);
+  sicm_extent_hooks_init(&rec->hooks);
+  extent_hooks_t *hooks = &rec->hooks;
+  unsigned index;
+  size_t len = sizeof index;
+  int err = mallctl("arenas.create", &index, &len, &hooks, sizeof hooks);
+  if (err != 0) {
+    sicm_window_release_all(rec);
+    pthread_mutex_unlock(&arenas_lock);
+    /* The metadata allocation failed: maxsize too small or no memory. */
+    return sicm_fail_null(err == EAGAIN ? ENOMEM : err,
+                          "jemalloc could not create the arena (maxsize %zu)", maxsize);
+  }
+  rec->je_index = index;
+  uint64_t generation = rec->last_generation + 1;
+  __atomic_store_n(&rec->last_generation, generation, __ATOMIC_RELEASE);
+  __atomic_store_n(&rec->live_generation, generation, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&arenas_lock);
+  return sicm_arena_handle(rec, generation);
+}
+
+sicm_arena sicm_arena_create(size_t maxsize, sicm_device *dev) {
+  return sicm_arena_create_internal(maxsize, &dev, 1, 0, 0);
+}
+
+sicm_arena sicm_arena_create_devices(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
+                                     unsigned flags) {
+  return sicm_arena_create_internal(maxsize, devs, ndevs, flags, 0);
+}
+
+/* Caller holds arenas_lock. */
+static int arena_destroy_locked(sicm_arena_rec *rec) {
+  __atomic_store_n(&rec->live_generation, 0, __ATOMIC_RELEASE);
+  /* Cached regions must go back before the arena, or they would outlive it. */
+  sicm_tcache_destroy_all(rec);
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "arena.%u.destroy", rec->je_index);
+  int err = mallctl(cmd, NULL, NULL, NULL, 0);
+  sicm_window_release_all(rec);
+  __atomic_store_n(&rec->held, 0, __ATOMIC_RELAXED);
+  return err == 0 ? 0 : sicm_fail(err, "jemalloc could not destroy arena %u", rec->je_index);
+}
+
+int sicm_arena_destroy(sicm_arena sa) {
+  pthread_mutex_lock(&arenas_lock);
+  sicm_arena_rec *rec = sicm_arena_resolve(sa);
+  int rc = rec ? arena_destroy_locked(rec) : -1;
+  pthread_mutex_unlock(&arenas_lock);
+  return rc;
+}
+
+int sicm_arenas_release_all(void) {
+  pthread_mutex_lock(&arenas_lock);
+  for (unsigned slot = 0; slot < SICM_ARENA_SLOTS; slot++) {
+    sicm_arena_rec *rec = sicm_arena_slots[slot];
+    if (rec != NULL && rec->live_generation != 0 && !rec->library_default) {
+      pthread_mutex_unlock(&arenas_lock);
+      return sicm_fail(EBUSY, "arenas are still live; destroy them before the last sicm_fini");
+    }
+  }
+  for (unsigned slot = 0; slot < SICM_ARENA_SLOTS; slot++) {
+    sicm_arena_rec *rec = sicm_arena_slots[slot];
+    if (rec != NULL && rec->live_generation != 0)
+      arena_destroy_locked(rec);
+  }
+  pthread_mutex_unlock(&arenas_lock);
+  return 0;
+}
+
+int sicm_arenas_list(sicm_arena *out, size_t max) {
+  if (out == NULL && max > 0)
+    return sicm_fail(EINVAL, "sicm_arenas_list: out is NULL");
+  size_t count = 0;
+  pthread_mutex_lock(&arenas_lock);
+  for (unsigned slot = 0; slot < SICM_ARENA_SLOTS; slot++) {
+    sicm_arena_rec *rec = sicm_arena_slots[slot];
+    if (rec == NULL || rec->live_generation == 0 || rec->library_default)
+      continue;
+    if (count < max)
+      out[count] = sicm_arena_handle(rec, rec->live_generation);
+    count++;
+  }
+  pthread_mutex_unlock(&arenas_lock);
+  return (int)count;
+}
+
+sicm_arena sicm_arena_lookup(const void *ptr) {
+  sicm_arena_rec *rec = sicm_window_owner(ptr);
+  if (rec == NULL)
+    return NULL;
+  uint64_t generation = __atomic_load_n(&rec->live_generation, __ATOMIC_ACQUIRE);
+  return generation ? sicm_arena_handle(rec, generation) : NULL;
+}
+
+size_t sicm_arena_size(sicm_arena sa) {
+  sicm_arena_rec *rec = sicm_arena_resolve(sa);
+  return rec ? __atomic_load_n(&rec->held, __ATOMIC_RELAXED) : 0;
+}
+
+int sicm_arena_get_devices(sicm_arena sa, sicm_device **out, unsigned max) {
+  sicm_arena_rec *rec = sicm_arena_resolve(sa);
+  if (rec == NULL)
+    return -1;
+  if (out == NULL && max > 0)
+    return sicm_fail(EINVAL, "sicm_arena_get_devices: out is NULL");
+  for (unsigned i = 0; i < rec->ndevices && i < max; i++)
+    out[i] = rec->devices[i];
+  return (int)rec->ndevices;
+}
+
+sicm_device *sicm_arena_get_device(sicm_arena sa) {
+  sicm_arena_rec *rec = sicm_arena_resolve(sa);
+  return rec ? rec->devices[0] : NULL;
+}
