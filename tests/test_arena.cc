@@ -1,0 +1,443 @@
+// test_arena.cc: arena lifecycle, allocation calls, lookup, and the errors
+// of each, on this machine (placement itself is checked in the guest).
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "sicm_test.h"
+
+namespace {
+
+class Arena : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(init_.ok());
+    dev_ = sicm_device_of_node(sicm_node_self(), 0);
+    ASSERT_NE(nullptr, dev_);
+  }
+  sicm_arena Create(size_t maxsize = 0) {
+    sicm_arena a = sicm_arena_create(maxsize, dev_);
+    EXPECT_NE(nullptr, a) << sicm_error_detail();
+    return a;
+  }
+  sicm_test::Initialized init_;
+  sicm_device *dev_ = nullptr;
+};
+
+TEST(ArenaUninitialized, CreateFailsWithEperm) {
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_create(0, nullptr));
+  EXPECT_EQ(EPERM, errno);
+}
+
+TEST_F(Arena, CreateRejectsBadDevicesAndFlags) {
+  sicm_device forged = *dev_;
+  sicm_device *forged_list[] = {&forged};
+  sicm_device *twice[] = {dev_, dev_};
+  struct { sicm_arena a; const char *what; } cases[] = {
+      {sicm_arena_create(0, nullptr), "NULL device"},
+      {sicm_arena_create(0, &forged), "device not from sicm_init"},
+      {sicm_arena_create_devices(0, forged_list, 1, 0), "forged in a list"},
+      {sicm_arena_create_devices(0, nullptr, 1, 0), "NULL list"},
+      {sicm_arena_create_devices(0, &dev_, 0, 0), "no device"},
+      {sicm_arena_create_devices(0, &dev_, SICM_ARENA_DEVICES_MAX + 1, 0), "too many"},
+      {sicm_arena_create_devices(0, twice, 2, 0), "device twice"},
+      {sicm_arena_create_devices(0, &dev_, 1, 1u << 20), "unknown flag"},
+      {sicm_arena_create_devices(0, &dev_, 1, SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE),
+       "conflicting placement"},
+      {sicm_arena_create_devices(0, &dev_, 1, SICM_ARENA_HUGEPAGES | SICM_ARENA_NOHUGEPAGES),
+       "conflicting huge pages"},
+  };
+  for (auto &c : cases) EXPECT_EQ(nullptr, c.a) << c.what;
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_create(0, nullptr));
+  EXPECT_EQ(EINVAL, errno);
+}
+
+TEST_F(Arena, MaxsizeBelowMetadataIsEnomem) {
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_create(4096, dev_));
+  EXPECT_EQ(ENOMEM, errno);
+}
+
+TEST_F(Arena, AllocationCallsRejectBadInput) {
+  sicm_arena a = Create();
+  struct { int expect_errno; void *got; const char *what; } cases[] = {
+      {EINVAL, sicm_arena_alloc(nullptr, 8), "NULL arena"},
+      {EINVAL, sicm_arena_alloc((sicm_arena)(uintptr_t)0x7ffff000, 8), "garbage handle"},
+      {EINVAL, sicm_arena_alloc(a, 0), "size 0"},
+      {ENOMEM, sicm_arena_alloc(a, SIZE_MAX), "SIZE_MAX"},
+      {ENOMEM, sicm_arena_alloc(a, (size_t)1 << 62), "beyond the address space"},
+      {EINVAL, sicm_arena_alloc_aligned(a, 8, 3), "alignment 3"},
+      {EINVAL, sicm_arena_alloc_aligned(a, 8, 0), "alignment 0"},
+      {ENOMEM, sicm_arena_calloc(a, SIZE_MAX / 2, 3), "calloc overflow"},
+      {EINVAL, sicm_arena_calloc(a, 0, 8), "calloc of 0"},
+  };
+  for (auto &c : cases) {
+    EXPECT_EQ(nullptr, c.got) << c.what;
+  }
+  // errno per case, evaluated one at a time.
+  errno = 0; EXPECT_EQ(nullptr, sicm_arena_alloc(nullptr, 8)); EXPECT_EQ(EINVAL, errno);
+  errno = 0; EXPECT_EQ(nullptr, sicm_arena_alloc(a, 0)); EXPECT_EQ(EINVAL, errno);
+  errno = 0; EXPECT_EQ(nullptr, sicm_arena_alloc(a, SIZE_MAX)); EXPECT_EQ(ENOMEM, errno);
+  errno = 0; EXPECT_EQ(nullptr, sicm_arena_alloc_aligned(a, 8, 3)); EXPECT_EQ(EINVAL, errno);
+  errno = 0; EXPECT_EQ(nullptr, sicm_arena_calloc(a, SIZE_MAX / 2, 3)); EXPECT_EQ(ENOMEM, errno);
+  errno = 0; EXPECT_EQ(0u, sicm_usable_size(nullptr)); EXPECT_EQ(EINVAL, errno);
+  errno = 0; EXPECT_EQ(-1, sicm_arena_get_devices(a, nullptr, 1)); EXPECT_EQ(EINVAL, errno);
+  errno = 0; EXPECT_EQ(-1, sicm_arena_stats_get(a, nullptr)); EXPECT_EQ(EINVAL, errno);
+  errno = 0; EXPECT_EQ(-1, sicm_arena_residency(a, nullptr, 4)); EXPECT_EQ(EINVAL, errno);
+  errno = 0; EXPECT_EQ(-1, sicm_arenas_list(nullptr, 4)); EXPECT_EQ(EINVAL, errno);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+TEST_F(Arena, AllocCallocAlignedReallocKeepTheArenaAndContents) {
+  sicm_arena a = Create();
+  char *p = (char *)sicm_arena_alloc(a, 100);
+  ASSERT_NE(nullptr, p);
+  EXPECT_GE(sicm_usable_size(p), 100u);
+  memset(p, 0x5a, 100);
+  char *q = (char *)sicm_realloc(p, 1 << 20);
+  ASSERT_NE(nullptr, q);
+  EXPECT_EQ(a, sicm_arena_lookup(q));
+  for (int i = 0; i < 100; i++) ASSERT_EQ(0x5a, q[i]);
+  q = (char *)sicm_arena_realloc(a, q, 10);
+  ASSERT_NE(nullptr, q);
+  EXPECT_EQ(0x5a, q[9]);
+  int *z = (int *)sicm_arena_calloc(a, 1000, sizeof(int));
+  ASSERT_NE(nullptr, z);
+  for (int i = 0; i < 1000; i++) ASSERT_EQ(0, z[i]);
+  void *al = sicm_arena_alloc_aligned(a, 64, 1 << 16);
+  ASSERT_NE(nullptr, al);
+  EXPECT_EQ(0u, (uintptr_t)al % (1 << 16));
+  EXPECT_EQ(a, sicm_arena_lookup(al));
+  sicm_free(q);
+  sicm_free(z);
+  sicm_free(al);
+  sicm_free(nullptr);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+TEST_F(Arena, ReallocOfAnotherArenasPointerStaysInItsArena) {
+  sicm_arena a = Create(), b = Create();
+  char *p = (char *)sicm_arena_alloc(b, 64);
+  ASSERT_NE(nullptr, p);
+  strcpy(p, "belongs to b");
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_realloc(a, p, 128));
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_STREQ("belongs to b", p);
+  EXPECT_EQ(b, sicm_arena_lookup(p));
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_realloc(p, 0));
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_STREQ("belongs to b", p);
+  char stack_buf[16] = "on the stack";
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_realloc(stack_buf, 32));
+  EXPECT_EQ(EINVAL, errno);
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+  EXPECT_EQ(0, sicm_arena_destroy(b));
+}
+
+TEST_F(Arena, LookupFindsEveryByteAndNothingElse) {
+  sicm_arena a = Create();
+  for (size_t size : {8ul, 4096ul, 100000ul, 5ul << 20}) {
+    char *p = (char *)sicm_arena_alloc(a, size);
+    ASSERT_NE(nullptr, p);
+    EXPECT_EQ(a, sicm_arena_lookup(p));
+    EXPECT_EQ(a, sicm_arena_lookup(p + size / 2));
+    EXPECT_EQ(a, sicm_arena_lookup(p + size - 1));
+    sicm_free(p);
+  }
+  int on_stack;
+  void *heap = malloc(64);
+  void *gone = mmap(nullptr, 1 << 20, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  munmap(gone, 1 << 20);
+  const void *foreign[] = {&on_stack, heap, nullptr, gone, (void *)-1, (void *)(uintptr_t)1,
+                           (void *)0xffff800000000000ull, (void *)&sicm_init};
+  for (const void *p : foreign) EXPECT_EQ(nullptr, sicm_arena_lookup(p)) << p;
+  free(heap);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+TEST_F(Arena, FreeOfAForeignPointerIsRejectedWithoutHarm) {
+  char *heap = (char *)malloc(32);
+  strcpy(heap, "glibc owns this");
+  int on_stack = 42;
+  errno = 0;
+  sicm_free(heap);
+  EXPECT_EQ(EINVAL, errno);
+  errno = 0;
+  sicm_free(&on_stack);
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_STREQ("glibc owns this", heap);
+  free(heap);  // still glibc's: no double free
+  EXPECT_EQ(42, on_stack);
+}
+
+TEST_F(Arena, DestroyedHandleIsStaleEvenWhenTheSlotIsReused) {
+  sicm_arena a = Create();
+  void *p = sicm_arena_alloc(a, 64);
+  ASSERT_NE(nullptr, p);
+  ASSERT_EQ(0, sicm_arena_destroy(a));
+  EXPECT_EQ(nullptr, sicm_arena_lookup(p)) << "its memory is gone with it";
+  sicm_arena b = Create();
+  ASSERT_NE(a, b);
+  errno = 0; EXPECT_EQ(nullptr, sicm_arena_alloc(a, 64)); EXPECT_EQ(ESTALE, errno);
+  errno = 0; EXPECT_EQ(-1, sicm_arena_destroy(a)); EXPECT_EQ(ESTALE, errno);
+  errno = 0; EXPECT_EQ(0u, sicm_arena_size(a)); EXPECT_EQ(ESTALE, errno);
+  errno = 0; EXPECT_EQ(nullptr, sicm_arena_get_device(a)); EXPECT_EQ(ESTALE, errno);
+  errno = 0; EXPECT_EQ(-1, sicm_arena_set_default(a)); EXPECT_EQ(ESTALE, errno);
+  void *q = sicm_arena_alloc(b, 64);
+  EXPECT_EQ(b, sicm_arena_lookup(q));
+  sicm_free(q);
+  EXPECT_EQ(0, sicm_arena_destroy(b));
+}
+
+// Arena A must never hand out a region of arena B, below and above
+// tcache_max (32 KiB), whether B's regions were freed by this thread or
+// another.
+TEST_F(Arena, ArenasNeverHandOutEachOthersMemory) {
+  sicm_arena a = Create(), b = Create();
+  for (size_t size : {64ul, 4096ul, 32768ul, 40000ul, 1ul << 20}) {
+    for (int cross_thread = 0; cross_thread < 2; cross_thread++) {
+      std::vector<void *> from_b;
+      for (int i = 0; i < 64; i++) from_b.push_back(sicm_arena_alloc(b, size));
+      auto free_all = [&] { for (void *p : from_b) sicm_free(p); };
+      if (cross_thread) std::thread(free_all).join(); else free_all();
+      std::set<void *> freed(from_b.begin(), from_b.end());
+      for (int i = 0; i < 64; i++) {
+        void *p = sicm_arena_alloc(a, size);
+        ASSERT_NE(nullptr, p);
+        EXPECT_EQ(a, sicm_arena_lookup(p)) << size << (cross_thread ? " across threads" : "");
+        EXPECT_EQ(0u, freed.count(p));
+        sicm_free(p);
+      }
+    }
+  }
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+  EXPECT_EQ(0, sicm_arena_destroy(b));
+}
+
+TEST_F(Arena, MaxsizeIsEnforcedWithEnomem) {
+  const size_t maxsize = 16u << 20;
+  sicm_arena a = Create(maxsize);
+  std::vector<void *> blocks;
+  void *p;
+  while ((p = sicm_arena_alloc(a, 1 << 20)) != nullptr) {
+    blocks.push_back(p);
+    ASSERT_LE(sicm_arena_size(a), maxsize);
+    ASSERT_LT(blocks.size(), 64u) << "maxsize was not enforced";
+  }
+  EXPECT_EQ(ENOMEM, errno);
+  EXPECT_GE(blocks.size(), 8u) << "16 MiB holds at least 8 blocks of 1 MiB";
+  // Freed memory is reusable once the allocator returns it.
+  for (void *b : blocks) sicm_free(b);
+  p = sicm_arena_alloc(a, 1 << 20);
+  EXPECT_NE(nullptr, p);
+  sicm_free(p);
+  sicm_arena_stats st;
+  ASSERT_EQ(0, sicm_arena_stats_get(a, &st));
+  EXPECT_EQ(maxsize, st.maxsize);
+  EXPECT_LE(st.held, maxsize);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+// Two threads allocate and free random sizes against a small maxsize; a
+// third samples the arena's size, which must never exceed maxsize.
+TEST_F(Arena, MaxsizeHoldsUnderConcurrentRandomTraffic) {
+  const size_t maxsize = 24u << 20;
+  sicm_arena a = Create(maxsize);
+  const char *env = getenv("SICM_STRESS_SECONDS");
+  const double seconds = env ? atof(env) : 10.0;
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> peak{0}, failures{0}, successes{0};
+  auto worker = [&](unsigned seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::pair<char *, size_t>> live;
+    while (!stop.load()) {
+      unsigned r = rng();
+      size_t size = 1 + rng() % ((r & 1) ? 512 : (4u << 20));
+      if (live.size() < 64 && (r & 2)) {
+        char *p = (char *)sicm_arena_alloc(a, size);
+        if (p) { p[0] = p[size - 1] = 1; live.push_back({p, size}); successes++; }
+        else failures++;
+      } else if (!live.empty()) {
+        sicm_free(live.back().first);
+        live.pop_back();
+      }
+    }
+    for (auto &b : live) sicm_free(b.first);
+  };
+  std::thread t1(worker, 1), t2(worker, 2);
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    size_t s = sicm_arena_size(a);
+    if (s > peak) peak = s;
+  }
+  stop = true;
+  t1.join();
+  t2.join();
+  EXPECT_LE(peak.load(), maxsize);
+  EXPECT_GT(successes.load(), 100u);
+  EXPECT_GT(failures.load(), 0u) << "the traffic never reached maxsize: the test proves nothing";
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+TEST_F(Arena, UnlimitedArenaGrowsPastOneWindow) {
+  sicm_arena a = Create(0);
+  std::vector<void *> big;
+  for (int i = 0; i < 3; i++) {  // 3 x 8 GiB, never touched: address space only
+    void *p = sicm_arena_alloc(a, 8ul << 30);
+    ASSERT_NE(nullptr, p) << sicm_error_detail();
+    EXPECT_EQ(a, sicm_arena_lookup((char *)p + (8ul << 30) - 1));
+    big.push_back(p);
+  }
+  EXPECT_GE(sicm_arena_size(a), 24ul << 30);
+  for (void *p : big) sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+size_t CountMappings() {
+  FILE *f = fopen("/proc/self/maps", "r");
+  size_t lines = 0;
+  for (int c; (c = fgetc(f)) != EOF;) lines += c == '\n';
+  fclose(f);
+  return lines;
+}
+
+size_t ResidentBytes() {
+  FILE *f = fopen("/proc/self/statm", "r");
+  size_t size = 0, resident = 0;
+  EXPECT_EQ(2, fscanf(f, "%zu %zu", &size, &resident));
+  fclose(f);
+  return resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+TEST_F(Arena, TenThousandCreateDestroyCyclesLeaveRssAndMappingsFlat) {
+  auto cycle = [&] {
+    sicm_arena a = sicm_arena_create(0, dev_);
+    ASSERT_NE(nullptr, a) << sicm_error_detail();
+    void *small = sicm_arena_alloc(a, 64), *large = sicm_arena_alloc(a, 100000);
+    ASSERT_TRUE(small && large);
+    sicm_free(small);  // left in this thread's cache for the arena
+    ASSERT_EQ(0, sicm_arena_destroy(a));
+  };
+  for (int i = 0; i < 500; i++) cycle();
+  size_t maps = CountMappings(), rss = ResidentBytes();
+  for (int i = 0; i < 10000; i++) cycle();
+  EXPECT_LE(CountMappings(), maps + 2);
+  EXPECT_LE(ResidentBytes(), rss + (4u << 20)) << "before " << rss;
+}
+
+TEST_F(Arena, DestroyFlushesOtherThreadsCaches) {
+  // A thread keeps a freed region of A in its cache while A is destroyed;
+  // its next allocation from a new arena (likely in A's slot, window and
+  // jemalloc index) must come from the new arena, not from that cache.
+  sicm_arena a = Create();
+  std::mutex m;
+  std::condition_variable cv;
+  int phase = 0;
+  void *cached = nullptr;
+  sicm_arena b = nullptr;
+  void *from_b = nullptr;
+  std::thread t([&] {
+    cached = sicm_arena_alloc(a, 64);
+    sicm_free(cached);
+    { std::lock_guard<std::mutex> g(m); phase = 1; }
+    cv.notify_all();
+    std::unique_lock<std::mutex> l(m);
+    cv.wait(l, [&] { return phase == 2; });
+    from_b = sicm_arena_alloc(b, 64);
+  });
+  {
+    std::unique_lock<std::mutex> l(m);
+    cv.wait(l, [&] { return phase == 1; });
+  }
+  ASSERT_EQ(0, sicm_arena_destroy(a));
+  b = Create();
+  { std::lock_guard<std::mutex> g(m); phase = 2; }
+  cv.notify_all();
+  t.join();
+  ASSERT_NE(nullptr, from_b);
+  EXPECT_EQ(b, sicm_arena_lookup(from_b));
+  sicm_arena_stats st;
+  ASSERT_EQ(0, sicm_arena_stats_get(b, &st));
+  EXPECT_GE(st.allocated, 64u) << "the region did not come from b's allocator";
+  sicm_free(from_b);
+  EXPECT_EQ(0, sicm_arena_destroy(b));
+}
+
+TEST_F(Arena, ListDevicesSizeAndStats) {
+  sicm_arena a = Create(), b = Create();
+  std::vector<sicm_arena> list(8);
+  int n = sicm_arenas_list(list.data(), list.size());
+  ASSERT_GE(n, 2);
+  list.resize(std::min<size_t>(n, list.size()));
+  EXPECT_NE(list.end(), std::find(list.begin(), list.end(), a));
+  EXPECT_NE(list.end(), std::find(list.begin(), list.end(), b));
+  sicm_device *devs[2] = {};
+  EXPECT_EQ(1, sicm_arena_get_devices(a, devs, 2));
+  EXPECT_EQ(dev_, devs[0]);
+  EXPECT_EQ(dev_, sicm_arena_get_device(a));
+  void *p = sicm_arena_alloc(a, 3 << 20);
+  sicm_arena_stats st;
+  ASSERT_EQ(0, sicm_arena_stats_get(a, &st));
+  EXPECT_GE(st.allocated, 3u << 20);
+  EXPECT_GE(st.active, 3u << 20);
+  EXPECT_GE(st.mapped, st.active);
+  EXPECT_EQ(sicm_arena_size(a), st.held);
+  EXPECT_GE(st.held, 3u << 20);
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+  n = sicm_arenas_list(list.data(), list.size());
+  EXPECT_EQ(list.begin() + std::min<size_t>(n, list.size()),
+            std::find(list.begin(), list.begin() + std::min<size_t>(n, list.size()), a));
+  EXPECT_EQ(0, sicm_arena_destroy(b));
+}
+
+TEST_F(Arena, DefaultArenaPerThread) {
+  void *lib = sicm_alloc(100);
+  ASSERT_NE(nullptr, lib);
+  EXPECT_EQ(sicm_arena_get_default(), sicm_arena_lookup(lib));
+  sicm_arena mine = Create();
+  ASSERT_EQ(0, sicm_arena_set_default(mine));
+  void *p = sicm_alloc(100);
+  EXPECT_EQ(mine, sicm_arena_lookup(p));
+  std::thread([&] {
+    void *q = sicm_alloc(100);
+    EXPECT_NE(mine, sicm_arena_lookup(q)) << "the default is per thread";
+    sicm_free(q);
+  }).join();
+  void *r = sicm_realloc(nullptr, 50);
+  EXPECT_EQ(mine, sicm_arena_lookup(r));
+  sicm_free(p);
+  sicm_free(r);
+  sicm_free(lib);
+  ASSERT_EQ(0, sicm_arena_set_default(nullptr));
+  EXPECT_EQ(0, sicm_arena_destroy(mine));
+}
+
+TEST_F(Arena, LastFiniWithLiveArenasIsEbusy) {
+  sicm_arena a = Create();
+  ASSERT_NE(nullptr, sicm_alloc(10));  // the library default does not block fini
+  // init_ holds the only reference.
+  errno = 0;
+  EXPECT_EQ(-1, sicm_fini());
+  EXPECT_EQ(EBUSY, errno);
+  EXPECT_NE(nullptr, sicm_devices()) << "still initialized";
+  void *p = sicm_arena_alloc(a, 10);
+  EXPECT_NE(nullptr, p) << "and the arena still works";
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+}  // namespace
