@@ -1,0 +1,136 @@
+// numa_arena_placement.cc (runs in the multi-NUMA guest): every page an
+// arena uses — its allocations and jemalloc's metadata for it — is on the
+// arena's device, checked page by page with move_pages.
+#include <numaif.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "../sicm_test.h"
+
+namespace {
+
+const size_t kPage = (size_t)sysconf(_SC_PAGESIZE);
+
+// Node of every page of [p, p + len), touched first.
+std::vector<int> NodesOfPages(char *p, size_t len) {
+  std::vector<void *> pages;
+  for (uintptr_t a = (uintptr_t)p & ~(kPage - 1); a < (uintptr_t)p + len; a += kPage)
+    pages.push_back((void *)a);
+  std::vector<int> status(pages.size(), -1);
+  EXPECT_EQ(0, move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0));
+  return status;
+}
+
+class Placement : public ::testing::TestWithParam<int> {
+ protected:
+  sicm_test::Initialized init_;
+};
+
+TEST_P(Placement, EveryPageOfEveryAllocationAndOfTheArenaIsOnItsDevice) {
+  ASSERT_TRUE(init_.ok());
+  const int node = GetParam();
+  sicm_arena a = sicm_arena_create(0, sicm_device_of_node(node, 0));
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  std::vector<std::pair<char *, size_t>> blocks;
+  size_t total = 0;
+  for (size_t size : {64ul, 64ul << 10, 4ul << 20, 256ul << 20}) {
+    char *p = (char *)sicm_arena_alloc(a, size);
+    ASSERT_NE(nullptr, p) << size;
+    memset(p, 0xab, size);
+    blocks.push_back({p, size});
+    total += size;
+  }
+  for (auto &b : blocks) {
+    std::vector<int> nodes = NodesOfPages(b.first, b.second);
+    size_t wrong = 0;
+    for (int n : nodes) wrong += n != node;
+    EXPECT_EQ(0u, wrong) << wrong << " of " << nodes.size() << " pages of a " << b.second
+                         << "-byte allocation are not on node " << node;
+    EXPECT_EQ(node, sicm_node_of_ptr(b.first));
+  }
+  // The whole arena: its windows hold data and jemalloc's metadata for it.
+  size_t bytes[8] = {0};
+  ASSERT_EQ(0, sicm_arena_residency(a, bytes, 8));
+  for (int n = 0; n < 8; n++)
+    if (n != node) EXPECT_EQ(0u, bytes[n]) << "arena bytes on node " << n;
+  EXPECT_GE(bytes[node], total);
+  sicm_arena_stats st;
+  ASSERT_EQ(0, sicm_arena_stats_get(a, &st));
+  // jemalloc's resident figure includes its metadata for the arena, which
+  // it estimates by whole pages it considers touched (a few pages high).
+  EXPECT_GE(bytes[node] + (64u << 10), st.resident) << "jemalloc's resident bytes";
+  EXPECT_GE(st.held, bytes[node]) << "every resident page is committed by the hooks";
+  for (auto &b : blocks) sicm_free(b.first);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+INSTANTIATE_TEST_SUITE_P(HbmAndCapacity, Placement, ::testing::Values(2, 3));
+
+TEST(PlacementFlags, InterleaveSpreadsPagesOverItsDevices) {
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  sicm_device *devs[] = {sicm_device_of_node(2, 0), sicm_device_of_node(3, 0)};
+  sicm_arena a = sicm_arena_create_devices(0, devs, 2, SICM_ARENA_INTERLEAVE);
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  const size_t len = 64u << 20;
+  char *p = (char *)sicm_arena_alloc(a, len);
+  ASSERT_NE(nullptr, p);
+  memset(p, 1, len);
+  size_t on[4] = {0};
+  for (int n : NodesOfPages(p, len)) {
+    ASSERT_TRUE(n == 2 || n == 3) << "page on node " << n;
+    on[n]++;
+  }
+  EXPECT_GT(on[2], len / kPage * 4 / 10);
+  EXPECT_GT(on[3], len / kPage * 4 / 10);
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+TEST(PlacementFlags, PreferredFallsBackWhenItsDeviceIsFull) {
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  sicm_device *dev = sicm_device_of_node(3, 0);
+  sicm_arena a = sicm_arena_create_devices(0, &dev, 1, SICM_ARENA_PREFERRED);
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  size_t free_bytes = 0;
+  ASSERT_EQ(0, sicm_device_free(dev, &free_bytes));
+  const size_t len = free_bytes + (256u << 20);  // more than node 3 has free
+  char *p = (char *)sicm_arena_alloc(a, len);
+  ASSERT_NE(nullptr, p);
+  memset(p, 1, len);
+  size_t bytes[8] = {0};
+  ASSERT_EQ(0, sicm_arena_residency(a, bytes, 8));
+  EXPECT_GT(bytes[3], free_bytes * 8 / 10) << "most pages on the preferred node";
+  EXPECT_GT(bytes[0] + bytes[1] + bytes[2], 128u << 20) << "the rest elsewhere, no OOM";
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+TEST(PlacementFlags, HugePagesFlagGivesTransparentHugePages) {
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  sicm_device *dev = sicm_device_of_node(2, 0);
+  sicm_arena a = sicm_arena_create_devices(0, &dev, 1, SICM_ARENA_HUGEPAGES);
+  ASSERT_NE(nullptr, a);
+  const size_t len = 64u << 20;
+  char *p = (char *)sicm_arena_alloc(a, len);
+  ASSERT_NE(nullptr, p);
+  memset(p, 1, len);
+  // AnonHugePages of this process grows by most of the allocation.
+  FILE *f = fopen("/proc/self/smaps_rollup", "r");
+  ASSERT_NE(nullptr, f);
+  char line[256];
+  size_t huge_kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "AnonHugePages: %zu kB", &huge_kb) == 1) break;
+  fclose(f);
+  EXPECT_GE(huge_kb << 10, len / 2);
+  for (int n : NodesOfPages(p, len)) ASSERT_EQ(2, n);
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+}  // namespace
