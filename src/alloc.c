@@ -101,7 +101,7 @@ size_t sicm_usable_size(const void *ptr) {
 
 /* ---- default arenas ---- */
 
-static __thread sicm_arena thread_default;
+static SICM_TLS sicm_arena thread_default;
 /* The library's default arena of each node, created on first use. */
 static sicm_arena library_defaults[1024];
 static pthread_mutex_t library_defaults_lock = PTHREAD_MUTEX_INITIALIZER;

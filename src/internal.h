@@ -155,8 +155,11 @@ typedef struct sicm_tcache_entry {
   uint64_t generation;
   int flag;                     /* MALLOCX_TCACHE(id) */
 } sicm_tcache_entry;
-extern __thread sicm_tcache_entry *sicm_thread_tcaches;
-extern __thread unsigned sicm_thread_tcaches_cap;
+/* initial-exec: one %fs-relative load on the fast path instead of a
+ * __tls_get_addr call (libjemalloc.so already needs static TLS). */
+#define SICM_TLS __thread __attribute__((tls_model("initial-exec")))
+extern SICM_TLS sicm_tcache_entry *sicm_thread_tcaches;
+extern SICM_TLS unsigned sicm_thread_tcaches_cap;
 
 /* mallocx flags that keep this thread's allocation in this arena. */
 static inline int sicm_tcache_flag(sicm_arena_rec *rec, uint64_t generation) {

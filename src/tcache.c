@@ -10,8 +10,8 @@
 
 #include "internal.h"
 
-__thread sicm_tcache_entry *sicm_thread_tcaches;
-__thread unsigned sicm_thread_tcaches_cap;
+SICM_TLS sicm_tcache_entry *sicm_thread_tcaches;
+SICM_TLS unsigned sicm_thread_tcaches_cap;
 
 static pthread_once_t tcache_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t tcache_key;
