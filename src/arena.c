@@ -147,7 +147,7 @@ sicm_arena sicm_arena_create_devices(size_t maxsize, sicm_device *const *devs, u
 static int arena_destroy_locked(sicm_arena_rec *rec) {
   __atomic_store_n(&rec->live_generation, 0, __ATOMIC_RELEASE);
   /* Cached regions must go back before the arena, or they would outlive it. */
-  sicm_tcache_destroy_all(rec);
+  sicm_thread_caches_release(rec);
   char cmd[64];
   snprintf(cmd, sizeof cmd, "arena.%u.destroy", rec->je_index);
   int err = mallctl(cmd, NULL, NULL, NULL, 0);

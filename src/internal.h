@@ -148,25 +148,59 @@ void sicm_window_release_all(sicm_arena_rec *rec);
 /* extent_hooks.c */
 void sicm_extent_hooks_init(extent_hooks_t *hooks);
 
-/* tcache.c: one explicit jemalloc tcache per (thread, arena) */
-int sicm_tcache_flag_slow(sicm_arena_rec *rec, uint64_t generation);
-void sicm_tcache_destroy_all(sicm_arena_rec *rec);
-typedef struct sicm_tcache_entry {
-  uint64_t generation;
-  int flag;                     /* MALLOCX_TCACHE(id) */
-} sicm_tcache_entry;
+/* thread_cache.c: per-(thread, arena) caches.  Small regions freed by a
+ * thread wait in its bins for the next allocation of their size class in
+ * the same arena; misses go to an explicit jemalloc tcache of that thread
+ * and arena (jemalloc's default tcache would mix arenas). */
+#define SICM_BIN_CAP 32
+#define SICM_NBINS 36                  /* jemalloc's small classes, 8 B .. 14 KiB */
+#define SICM_BIN_MAXSIZE ((size_t)14336)
+
+typedef struct sicm_bin {
+  unsigned count;
+  void *slots[SICM_BIN_CAP];
+} sicm_bin;
+
+typedef struct sicm_thread_cache {
+  uint64_t generation;                 /* of the arena it was filled for */
+  int flag;                            /* MALLOCX_TCACHE(id), or MALLOCX_TCACHE_NONE */
+  sicm_bin bins[SICM_NBINS];
+} sicm_thread_cache;
+
 /* initial-exec: one %fs-relative load on the fast path instead of a
  * __tls_get_addr call (libjemalloc.so already needs static TLS). */
 #define SICM_TLS __thread __attribute__((tls_model("initial-exec")))
-extern SICM_TLS sicm_tcache_entry *sicm_thread_tcaches;
-extern SICM_TLS unsigned sicm_thread_tcaches_cap;
+extern SICM_TLS sicm_thread_cache **sicm_thread_caches;
+extern SICM_TLS unsigned sicm_thread_caches_cap;
 
-/* mallocx flags that keep this thread's allocation in this arena. */
-static inline int sicm_tcache_flag(sicm_arena_rec *rec, uint64_t generation) {
-  if (rec->slot < sicm_thread_tcaches_cap &&
-      sicm_thread_tcaches[rec->slot].generation == generation)
-    return sicm_thread_tcaches[rec->slot].flag;
-  return sicm_tcache_flag_slow(rec, generation);
+/* This thread's cache for the arena, or NULL when none can be made. */
+sicm_thread_cache *sicm_thread_cache_slow(sicm_arena_rec *rec, uint64_t generation);
+/* Destroys every thread's jemalloc tcache of the arena (before arena destroy). */
+void sicm_thread_caches_release(sicm_arena_rec *rec);
+/* Gives one bin's regions back to jemalloc. */
+void sicm_bin_flush(sicm_bin *bin, int flag, unsigned keep);
+
+static inline sicm_thread_cache *sicm_thread_cache_get(sicm_arena_rec *rec, uint64_t generation) {
+  if (rec->slot < sicm_thread_caches_cap) {
+    sicm_thread_cache *cache = sicm_thread_caches[rec->slot];
+    if (cache != NULL && cache->generation == generation)
+      return cache;
+  }
+  return sicm_thread_cache_slow(rec, generation);
+}
+
+static inline int sicm_cache_flag(const sicm_thread_cache *cache) {
+  return cache ? cache->flag : MALLOCX_TCACHE_NONE;
+}
+
+/* jemalloc's size class index of a small size (1 .. SICM_BIN_MAXSIZE). */
+static inline unsigned sicm_size_class(size_t size) {
+  if (size <= 8)
+    return 0;
+  if (size <= 64)
+    return 1 + (unsigned)((size - 1) >> 4);
+  unsigned lg = 63u - (unsigned)__builtin_clzl(size - 1);
+  return 5 + (lg - 6) * 4 + (unsigned)((size - 1 - ((size_t)1 << lg)) >> (lg - 2));
 }
 
 #endif /* SICM_INTERNAL_H */
