@@ -11,6 +11,25 @@ static const sicm_rank_by criteria[] = {SICM_RANK_BANDWIDTH, SICM_RANK_LATENCY,
                                          SICM_RANK_CAPACITY, SICM_RANK_NEAREST};
 #define NCRITERIA (sizeof criteria / sizeof criteria[0])
 
+/* One ranking, computed once for both output formats. */
+typedef struct ranking {
+  sicm_rank_entry *entries;
+  int count;
+  sicm_source source;
+} ranking;
+
+static int rankings_compute(ranking *out, unsigned ndevices, int initiator) {
+  for (size_t c = 0; c < NCRITERIA; c++) {
+    out[c].entries = calloc(ndevices, sizeof *out[c].entries);
+    if (out[c].entries == NULL)
+      return -1;
+    out[c].count = sicm_rank(criteria[c], initiator, out[c].entries, ndevices, &out[c].source);
+    if (out[c].count < 0)
+      return -1;
+  }
+  return 0;
+}
+
 static void usage(FILE *out) {
   fprintf(out, "usage: sicm-info [--json] [--initiator NODE]\n"
                "Lists the memory devices (NUMA node x page size) and their ranking\n"
@@ -36,7 +55,7 @@ static long long device_free_or_unknown(const sicm_device *dev) {
   return sicm_device_free(dev, &free_bytes) == 0 ? (long long)free_bytes : -1;
 }
 
-static int print_table(const sicm_device_list *list, int initiator) {
+static void print_table(const sicm_device_list *list, int initiator, const ranking *ranks) {
   char cap[32], fre[32], page[32];
   printf("%-5s %-9s %11s %11s %9s %10s %10s %7s %7s %-5s %-9s %s\n", "node", "kind", "capacity",
          "free", "page", "rd MB/s", "wr MB/s", "rd ns", "wr ns", "cpus", "kind-src",
@@ -54,24 +73,14 @@ static int print_table(const sicm_device_list *list, int initiator) {
            sicm_source_name(d->perf.source), d->perf.initiator);
   }
   printf("\nranking seen from node %d:\n", initiator);
-  sicm_rank_entry *entries = calloc(list->count, sizeof *entries);
-  if (entries == NULL)
-    return -1;
   for (size_t c = 0; c < NCRITERIA; c++) {
-    sicm_source source;
-    int n = sicm_rank(criteria[c], initiator, entries, list->count, &source);
-    if (n < 0) {
-      free(entries);
-      return -1;
-    }
-    printf("  %-9s (%-8s):", sicm_rank_by_name(criteria[c]), sicm_source_name(source));
-    for (int i = 0; i < n; i++)
-      printf(" %d%s=%llu", entries[i].device->node, entries[i].device->huge ? "h" : "",
-             (unsigned long long)entries[i].value);
+    printf("  %-9s (%-8s):", sicm_rank_by_name(criteria[c]), sicm_source_name(ranks[c].source));
+    for (int i = 0; i < ranks[c].count; i++)
+      printf(" %d%s=%llu", ranks[c].entries[i].device->node,
+             ranks[c].entries[i].device->huge ? "h" : "",
+             (unsigned long long)ranks[c].entries[i].value);
     printf("\n");
   }
-  free(entries);
-  return 0;
 }
 
 static void print_json_device(const sicm_device *d) {
@@ -102,10 +111,7 @@ static void print_json_device(const sicm_device *d) {
   printf("}}");
 }
 
-static int print_json(const sicm_device_list *list, int initiator) {
-  sicm_rank_entry *entries = calloc(list->count, sizeof *entries);
-  if (entries == NULL)
-    return -1;
+static void print_json(const sicm_device_list *list, int initiator, const ranking *ranks) {
   printf("{\n  \"initiator\": %d,\n  \"devices\": [\n", initiator);
   for (unsigned i = 0; i < list->count; i++) {
     print_json_device(&list->devices[i]);
@@ -113,23 +119,17 @@ static int print_json(const sicm_device_list *list, int initiator) {
   }
   printf("  ],\n  \"rankings\": {\n");
   for (size_t c = 0; c < NCRITERIA; c++) {
-    sicm_source source;
-    int n = sicm_rank(criteria[c], initiator, entries, list->count, &source);
-    if (n < 0) {
-      free(entries);
-      return -1;
-    }
     printf("    \"%s\": {\"source\": \"%s\", \"order\": [", sicm_rank_by_name(criteria[c]),
-           sicm_source_name(source));
-    for (int i = 0; i < n; i++)
+           sicm_source_name(ranks[c].source));
+    for (int i = 0; i < ranks[c].count; i++) {
+      const sicm_rank_entry *e = &ranks[c].entries[i];
       printf("%s{\"device\": %u, \"node\": %d, \"value\": %llu, \"source\": \"%s\"}",
-             i ? ", " : "", entries[i].device->index, entries[i].device->node,
-             (unsigned long long)entries[i].value, sicm_source_name(entries[i].source));
+             i ? ", " : "", e->device->index, e->device->node, (unsigned long long)e->value,
+             sicm_source_name(e->source));
+    }
     printf("]}%s\n", c + 1 < NCRITERIA ? "," : "");
   }
   printf("  }\n}\n");
-  free(entries);
-  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -159,9 +159,16 @@ int main(int argc, char **argv) {
   if (initiator == SICM_INITIATOR_SELF)
     initiator = sicm_node_self();
   const sicm_device_list *list = sicm_devices();
-  int rc = json ? print_json(list, initiator) : print_table(list, initiator);
+  ranking ranks[NCRITERIA] = {{0}};
+  int rc = rankings_compute(ranks, list->count, initiator);
   if (rc != 0)
     fprintf(stderr, "sicm-info: %s (%s)\n", sicm_error_detail(), strerror(errno));
+  else if (json)
+    print_json(list, initiator, ranks);
+  else
+    print_table(list, initiator, ranks);
+  for (size_t c = 0; c < NCRITERIA; c++)
+    free(ranks[c].entries);
   sicm_fini();
   return rc == 0 ? 0 : 1;
 }
