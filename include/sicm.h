@@ -343,6 +343,76 @@ int sicm_arena_residency(sicm_arena sa, size_t *bytes, size_t nnodes);
  * page there: unmapped, or never touched) or that of move_pages(2). */
 int sicm_node_of_ptr(const void *ptr);
 
+/* ------------------------------------------------------------------------ */
+/* Migration: moving a whole arena                                          */
+/* ------------------------------------------------------------------------ */
+
+/* What the last migration of an arena did. */
+typedef struct sicm_migration_report {
+  int error;              /* 0, or the errno the migration failed with */
+  size_t bytes_moved;     /* resident bytes that were off the target and moved to it */
+  size_t pages_failed;    /* pages that could not be moved (the arena was rolled back) */
+  uint64_t nanoseconds;   /* wall time of the whole call */
+  unsigned threads;       /* threads that moved pages */
+} sicm_migration_report;
+
+/* Move every page of the arena — its data and the allocator's metadata for
+ * it — to `dev`, and bind later allocations there (strict binding).  Every
+ * pointer stays valid; other threads may allocate, free, read and write the
+ * arena meanwhile.  Large arenas are moved by several threads (see
+ * sicm_migrate_set_threads()); an arena of less than 64 MiB per thread is
+ * moved by the calling thread alone.  Returns 0 when every page is on the
+ * target, or -1 with errno, having moved every page back to where the
+ * arena was bound before:
+ *   EINVAL  bad handle or device (as sicm_arena_create());
+ *   ESTALE  the arena was destroyed;
+ *   ENOMEM  the target lacks free memory for the arena's pages;
+ *   EIO     some pages could not be moved (pinned or busy);
+ *   EPERM   pages mapped by several processes need CAP_SYS_NICE.
+ * sicm_error_detail() says why; sicm_arena_last_migration() gives numbers. */
+int sicm_arena_set_device(sicm_arena sa, sicm_device *dev);
+
+/* As sicm_arena_set_device(), to several devices with the placement flags
+ * of sicm_arena_create_devices() (PREFERRED, INTERLEAVE; huge-page flags
+ * are not allowed here: EINVAL). */
+int sicm_arena_set_devices(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,
+                           unsigned flags);
+
+/* The report of the arena's last completed migration.  Returns 0, or -1
+ * with errno EINVAL (bad handle or report NULL), ESTALE, or ENOENT (never
+ * migrated). */
+int sicm_arena_last_migration(sicm_arena sa, sicm_migration_report *report);
+
+/* Threads used to move a large arena (default: the CPUs this process may
+ * run on; also from SICM_MIGRATE_THREADS at sicm_init()).  Returns 0, or -1
+ * with errno EINVAL when threads is 0 or above 256. */
+int sicm_migrate_set_threads(unsigned threads);
+
+/* An asynchronous migration in progress. */
+typedef struct sicm_migration sicm_migration;
+
+/* Start moving the arena in the background, as sicm_arena_set_devices();
+ * allocation in the arena continues meanwhile.  Returns the migration, to
+ * be finished with sicm_migration_wait(), or NULL with errno as
+ * sicm_arena_set_devices() for bad arguments, or EAGAIN (no thread could
+ * be started). */
+sicm_migration *sicm_arena_set_devices_async(sicm_arena sa, sicm_device *const *devs,
+                                             unsigned ndevs, unsigned flags);
+
+/* 1 when the migration has finished (successfully or not), 0 while it runs,
+ * -1 with errno EINVAL when m is NULL. */
+int sicm_migration_poll(const sicm_migration *m);
+
+/* Ask the migration to stop: it rolls back what it moved and finishes with
+ * ECANCELED (unless it had already finished).  Returns 0, or -1 with errno
+ * EINVAL when m is NULL. */
+int sicm_migration_cancel(sicm_migration *m);
+
+/* Wait for the migration to finish, fill `report` if not NULL, and free m.
+ * Returns 0 if it succeeded, or -1 with its errno (ECANCELED when
+ * cancelled); EINVAL when m is NULL. */
+int sicm_migration_wait(sicm_migration *m, sicm_migration_report *report);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,6 +48,7 @@ static sicm_arena_rec *arena_slot_claim(void) {
       rec->slot = slot;
       pthread_mutex_init(&rec->window_lock, NULL);
       pthread_mutex_init(&rec->tcache_lock, NULL);
+      pthread_mutex_init(&rec->migrate_lock, NULL);
       __atomic_store_n(&sicm_arena_slots[slot], rec, __ATOMIC_RELEASE);
     }
     return rec;
@@ -55,8 +56,8 @@ static sicm_arena_rec *arena_slot_claim(void) {
   return NULL;
 }
 
-static int arena_check_devices(const sicm_state *s, sicm_device *const *devs, unsigned ndevs,
-                               unsigned flags) {
+int sicm_binding_make(const sicm_state *s, sicm_device *const *devs, unsigned ndevs,
+                      unsigned flags, sicm_binding *out) {
   const unsigned known = SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE | SICM_ARENA_HUGEPAGES |
                          SICM_ARENA_NOHUGEPAGES;
   if (flags & ~known)
@@ -67,6 +68,8 @@ static int arena_check_devices(const sicm_state *s, sicm_device *const *devs, un
     return sicm_fail(EINVAL, "HUGEPAGES and NOHUGEPAGES exclude each other");
   if (devs == NULL || ndevs == 0 || ndevs > SICM_ARENA_DEVICES_MAX)
     return sicm_fail(EINVAL, "an arena needs 1 to %d devices", SICM_ARENA_DEVICES_MAX);
+  memset(out, 0, sizeof *out);
+  const unsigned bits = 8 * sizeof(unsigned long);
   for (unsigned i = 0; i < ndevs; i++) {
     if (!sicm_device_is_known(s, devs[i]))
       return sicm_fail(EINVAL, "device %u is not from sicm_devices()", i);
@@ -77,31 +80,25 @@ static int arena_check_devices(const sicm_state *s, sicm_device *const *devs, un
     for (unsigned j = 0; j < i; j++)
       if (devs[j] == devs[i])
         return sicm_fail(EINVAL, "device %u is listed twice", i);
-  }
-  return 0;
-}
-
-static void arena_set_policy(sicm_arena_rec *rec, sicm_device *const *devs, unsigned ndevs,
-                             unsigned flags) {
-  memset(rec->nodemask, 0, sizeof rec->nodemask);
-  for (unsigned i = 0; i < ndevs; i++) {
     unsigned node = (unsigned)devs[i]->node;
-    rec->nodemask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
-    rec->devices[i] = devs[i];
+    out->nodemask[node / bits] |= 1ul << (node % bits);
+    out->devices[i] = devs[i];
   }
-  rec->ndevices = ndevs;
+  out->ndevices = ndevs;
   if (flags & SICM_ARENA_INTERLEAVE)
-    rec->policy = MPOL_INTERLEAVE;
+    out->policy = MPOL_INTERLEAVE;
   else if (flags & SICM_ARENA_PREFERRED)
-    rec->policy = ndevs == 1 ? MPOL_PREFERRED : MPOL_PREFERRED_MANY;
+    out->policy = ndevs == 1 ? MPOL_PREFERRED : MPOL_PREFERRED_MANY;
   else
-    rec->policy = MPOL_BIND;
+    out->policy = MPOL_BIND;
+  return 0;
 }
 
 sicm_arena sicm_arena_create_internal(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
                                       unsigned flags, int library_default) {
   sicm_state *s = sicm_state_get();
-  if (s == NULL || arena_check_devices(s, devs, ndevs, flags) != 0)
+  sicm_binding binding;
+  if (s == NULL || sicm_binding_make(s, devs, ndevs, flags, &binding) != 0)
     return NULL;
   pthread_mutex_lock(&arenas_lock);
   sicm_arena_rec *rec = arena_slot_claim();
@@ -113,7 +110,9 @@ sicm_arena sicm_arena_create_internal(size_t maxsize, sicm_device *const *devs, 
   rec->maxsize = maxsize;
   rec->held = 0;
   rec->library_default = library_default;
-  arena_set_policy(rec, devs, ndevs, flags);
+  rec->binding = binding;
+  rec->thp_advised = 0;
+  rec->migrated = 0;
   sicm_extent_hooks_init(&rec->hooks);
   extent_hooks_t *hooks = &rec->hooks;
   unsigned index;
@@ -145,7 +144,9 @@ sicm_arena sicm_arena_create_devices(size_t maxsize, sicm_device *const *devs, u
 
 /* Caller holds arenas_lock. */
 static int arena_destroy_locked(sicm_arena_rec *rec) {
+  pthread_mutex_lock(&rec->migrate_lock); /* an asynchronous migration finishes first */
   __atomic_store_n(&rec->live_generation, 0, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&rec->migrate_lock);
   /* Cached regions must go back before the arena, or they would outlive it. */
   sicm_thread_caches_release(rec);
   char cmd[64];
@@ -218,12 +219,15 @@ int sicm_arena_get_devices(sicm_arena sa, sicm_device **out, unsigned max) {
     return -1;
   if (out == NULL && max > 0)
     return sicm_fail(EINVAL, "sicm_arena_get_devices: out is NULL");
-  for (unsigned i = 0; i < rec->ndevices && i < max; i++)
-    out[i] = rec->devices[i];
-  return (int)rec->ndevices;
+  pthread_mutex_lock(&rec->window_lock);
+  unsigned n = rec->binding.ndevices;
+  for (unsigned i = 0; i < n && i < max; i++)
+    out[i] = rec->binding.devices[i];
+  pthread_mutex_unlock(&rec->window_lock);
+  return (int)n;
 }
 
 sicm_device *sicm_arena_get_device(sicm_arena sa) {
-  sicm_arena_rec *rec = sicm_arena_resolve(sa);
-  return rec ? rec->devices[0] : NULL;
+  sicm_device *first = NULL;
+  return sicm_arena_get_devices(sa, &first, 1) < 0 ? NULL : first;
 }

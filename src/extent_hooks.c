@@ -17,6 +17,8 @@ static bool held_reserve(sicm_arena_rec *rec, size_t len) {
       return false;
   } while (!__atomic_compare_exchange_n(&rec->held, &held, held + len, true, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED));
+  if (held + len >= SICM_THP_THRESHOLD && held < SICM_THP_THRESHOLD)
+    sicm_window_advise_huge(rec);
   return true;
 }
 

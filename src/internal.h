@@ -105,6 +105,14 @@ typedef struct sicm_window {
   size_t used;                  /* bytes handed to jemalloc, from base */
 } sicm_window;
 
+/* Where an arena's pages go: the devices and the mbind policy over them. */
+typedef struct sicm_binding {
+  int policy;                   /* MPOL_BIND, MPOL_PREFERRED(_MANY), MPOL_INTERLEAVE */
+  unsigned long nodemask[16];   /* nodes of the devices (1024 nodes) */
+  unsigned ndevices;
+  sicm_device *devices[SICM_ARENA_DEVICES_MAX];
+} sicm_binding;
+
 typedef struct sicm_arena_rec {
   extent_hooks_t hooks;         /* first: hooks receive &hooks */
   uint64_t live_generation;     /* atomic: handle generation while live, 0 when not */
@@ -115,19 +123,23 @@ typedef struct sicm_arena_rec {
   unsigned flags;
   size_t maxsize;               /* 0: unlimited */
   size_t held;                  /* atomic: committed bytes */
-  int policy;                   /* MPOL_* for the windows */
-  unsigned long nodemask[16];   /* nodes of the devices (1024 nodes) */
-  unsigned ndevices;
-  sicm_device *devices[SICM_ARENA_DEVICES_MAX];
-  pthread_mutex_t window_lock;  /* windows; taken only inside hooks and by readers */
+  sicm_binding binding;         /* changed by migration under window_lock */
+  int thp_advised;              /* atomic: windows got MADV_HUGEPAGE for size */
+  pthread_mutex_t window_lock;  /* windows and binding; never held on the fast path */
   unsigned nwindows;
   sicm_window windows[SICM_WINDOWS_MAX];
   pthread_mutex_t tcache_lock;  /* the explicit tcaches of threads using the arena */
   unsigned ntcaches, tcache_cap;
   unsigned *tcaches;
+  pthread_mutex_t migrate_lock; /* one migration at a time; destroy waits for it */
+  int migrated;                 /* last_migration is valid */
+  sicm_migration_report last_migration;
 } sicm_arena_rec;
 
 /* arena.c: slots, handles, lifecycle */
+/* Checks devices and placement flags (EINVAL/ENOTSUP); 0 or -1. */
+int sicm_binding_make(const sicm_state *s, sicm_device *const *devs, unsigned ndevs,
+                      unsigned flags, sicm_binding *out);
 extern sicm_arena_rec *sicm_arena_slots[SICM_ARENA_SLOTS];
 /* The live arena of a handle, or NULL with errno EINVAL/ESTALE. */
 sicm_arena_rec *sicm_arena_resolve(sicm_arena sa);
@@ -144,6 +156,9 @@ sicm_arena_rec *sicm_window_owner(const void *p);
  * window when needed; NULL when out of address space. Caller holds window_lock. */
 void *sicm_window_take(sicm_arena_rec *rec, void *new_addr, size_t size, size_t alignment);
 void sicm_window_release_all(sicm_arena_rec *rec);
+/* Arenas past this many committed bytes get transparent huge pages. */
+#define SICM_THP_THRESHOLD ((size_t)64 << 20)
+void sicm_window_advise_huge(sicm_arena_rec *rec);
 
 /* extent_hooks.c */
 void sicm_extent_hooks_init(extent_hooks_t *hooks);

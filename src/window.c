@@ -5,6 +5,7 @@
  * ranges (what migration moves).  A table indexed by 16 GiB chunk maps any
  * address to its arena without a lock. */
 #include <errno.h>
+#include <stdbool.h>
 #include <numaif.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -47,11 +48,12 @@ static int window_reserve(sicm_arena_rec *rec, size_t min_size) {
   if (raw + span > base + size)
     munmap(base + size, (size_t)(raw + span - (base + size)));
   if (((uintptr_t)base + size - 1) >> SICM_ADDRESS_BITS ||
-      mbind(base, size, rec->policy, rec->nodemask, sizeof rec->nodemask * 8, 0) != 0) {
+      mbind(base, size, rec->binding.policy, rec->binding.nodemask,
+            sizeof rec->binding.nodemask * 8, 0) != 0) {
     munmap(base, size);
     return -1;
   }
-  if (rec->flags & SICM_ARENA_HUGEPAGES)
+  if ((rec->flags & SICM_ARENA_HUGEPAGES) || __atomic_load_n(&rec->thp_advised, __ATOMIC_RELAXED))
     madvise(base, size, MADV_HUGEPAGE);
   else if (rec->flags & SICM_ARENA_NOHUGEPAGES)
     madvise(base, size, MADV_NOHUGEPAGE);
@@ -89,6 +91,21 @@ void *sicm_window_take(sicm_arena_rec *rec, void *new_addr, size_t size, size_t 
   if (p == NULL && window_reserve(rec, size + alignment) == 0)
     p = window_bump(&rec->windows[rec->nwindows - 1], size, alignment);
   return p;
+}
+
+/* A large arena moves faster (and TLB-misses less) in 2 MiB pages: once it
+ * holds SICM_THP_THRESHOLD bytes, its windows ask for transparent huge
+ * pages, unless created with SICM_ARENA_NOHUGEPAGES. */
+void sicm_window_advise_huge(sicm_arena_rec *rec) {
+  int expected = 0;
+  if ((rec->flags & SICM_ARENA_NOHUGEPAGES) ||
+      !__atomic_compare_exchange_n(&rec->thp_advised, &expected, 1, false, __ATOMIC_RELAXED,
+                                   __ATOMIC_RELAXED))
+    return;
+  pthread_mutex_lock(&rec->window_lock);
+  for (unsigned i = 0; i < rec->nwindows; i++)
+    madvise(rec->windows[i].base, rec->windows[i].size, MADV_HUGEPAGE);
+  pthread_mutex_unlock(&rec->window_lock);
 }
 
 void sicm_window_release_all(sicm_arena_rec *rec) {

@@ -1,0 +1,259 @@
+// numa_migration.cc (runs in the multi-NUMA guest): whole-arena migration
+// moves every page, keeps every byte, rolls back on failure, and lets other
+// threads work meanwhile — all checked page by page with move_pages.
+#include <errno.h>
+#include <numaif.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "../sicm_test.h"
+
+namespace {
+
+const size_t kPage = (size_t)sysconf(_SC_PAGESIZE);
+
+// Whether every resident page of the arena is on `node`.
+bool AllOn(sicm_arena a, int node) {
+  size_t bytes[8] = {0};
+  EXPECT_EQ(0, sicm_arena_residency(a, bytes, 8));
+  bool all = true;
+  for (int n = 0; n < 8; n++)
+    if (n != node && bytes[n]) {
+      ADD_FAILURE() << bytes[n] << " bytes on node " << n << ", expected all on " << node;
+      all = false;
+    }
+  return all;
+}
+
+size_t PagesNotOn(const char *p, size_t len, int node) {
+  std::vector<void *> pages;
+  for (uintptr_t a = (uintptr_t)p & ~(kPage - 1); a < (uintptr_t)p + len; a += kPage)
+    pages.push_back((void *)a);
+  std::vector<int> status(pages.size(), -1);
+  EXPECT_EQ(0, move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0));
+  size_t wrong = 0;
+  for (int s : status) wrong += s != node;
+  return wrong;
+}
+
+uint64_t Checksum(const unsigned char *p, size_t len) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+class Migration : public ::testing::Test {
+ protected:
+  sicm_device *Dev(int node) { return sicm_device_of_node(node, 0); }
+  sicm_test::Initialized init_;
+};
+
+TEST_F(Migration, MovesEveryPageAndKeepsEveryByte) {
+  sicm_arena a = sicm_arena_create(0, Dev(0));
+  ASSERT_NE(nullptr, a);
+  std::vector<std::pair<unsigned char *, size_t>> blocks;
+  for (size_t size : {64ul, 64ul << 10, 4ul << 20, 96ul << 20}) {
+    unsigned char *p = (unsigned char *)sicm_arena_alloc(a, size);
+    ASSERT_NE(nullptr, p);
+    for (size_t i = 0; i < size; i++) p[i] = (unsigned char)(i * 7 + size);
+    blocks.push_back({p, size});
+  }
+  std::vector<uint64_t> sums;
+  for (auto &b : blocks) sums.push_back(Checksum(b.first, b.second));
+  for (int target : {2, 3, 1, 0}) {
+    ASSERT_EQ(0, sicm_arena_set_device(a, Dev(target))) << sicm_error_detail();
+    for (size_t i = 0; i < blocks.size(); i++) {
+      EXPECT_EQ(0u, PagesNotOn((char *)blocks[i].first, blocks[i].second, target))
+          << blocks[i].second << "-byte block, target " << target;
+      EXPECT_EQ(sums[i], Checksum(blocks[i].first, blocks[i].second));
+    }
+    EXPECT_TRUE(AllOn(a, target)) << "metadata moves too";
+    EXPECT_EQ(target, sicm_arena_get_device(a)->node);
+    sicm_migration_report r;
+    ASSERT_EQ(0, sicm_arena_last_migration(a, &r));
+    EXPECT_EQ(0, r.error);
+    EXPECT_GE(r.bytes_moved, 100u << 20);
+    EXPECT_EQ(0u, r.pages_failed);
+    EXPECT_GT(r.nanoseconds, 0u);
+    // Later allocations land on the new device.
+    char *fresh = (char *)sicm_arena_alloc(a, 8 << 20);
+    memset(fresh, 1, 8 << 20);
+    EXPECT_EQ(0u, PagesNotOn(fresh, 8 << 20, target));
+    sicm_free(fresh);
+  }
+  for (auto &b : blocks) sicm_free(b.first);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+// A writer allocates, fills and frees checksummed blocks while the arena
+// moves 0 -> 2 -> 3 -> 0 three times; no byte may change.
+TEST_F(Migration, WriterThreadKeepsItsDataThroughRepeatedMoves) {
+  sicm_arena a = sicm_arena_create(0, Dev(0));
+  ASSERT_NE(nullptr, a);
+  struct Block { unsigned char *p; size_t len; uint64_t sum; };
+  std::vector<Block> live;
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> corrupt{0}, writes{0};
+  std::thread writer([&] {
+    unsigned seed = 7;
+    while (!stop.load()) {
+      seed = seed * 1664525 + 1013904223;
+      size_t len = 64 + (seed >> 12) % (256 << 10);
+      unsigned char *p = (unsigned char *)sicm_arena_alloc(a, len);
+      if (!p) continue;
+      for (size_t i = 0; i < len; i++) p[i] = (unsigned char)(seed >> (i % 24));
+      live.push_back({p, len, Checksum(p, len)});
+      writes++;
+      if (live.size() > 200) {  // verify and free the oldest
+        Block b = live.front();
+        live.erase(live.begin());
+        if (Checksum(b.p, b.len) != b.sum) corrupt++;
+        sicm_free(b.p);
+      }
+    }
+  });
+  while (writes.load() < 50) std::this_thread::yield();
+  // At least three rounds, and on until the writer has done real work.
+  for (int round = 0; round < 3 || (writes.load() < 1000 && round < 300); round++)
+    for (int target : {2, 3, 0}) {
+      ASSERT_EQ(0, sicm_arena_set_device(a, Dev(target))) << sicm_error_detail();
+      // Pages the writer adds meanwhile land on the target too.
+      ASSERT_TRUE(AllOn(a, target)) << "round " << round;
+    }
+  stop = true;
+  writer.join();
+  for (auto &b : live) {
+    if (Checksum(b.p, b.len) != b.sum) corrupt++;
+    sicm_free(b.p);
+  }
+  EXPECT_EQ(0u, corrupt.load());
+  EXPECT_GE(writes.load(), 1000u) << "the writer must really have run during the moves";
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+TEST_F(Migration, TargetTooFullRollsBackAndSaysWhy) {
+  // Fill most of node 3, then try to move a 600 MiB arena there.
+  sicm_arena hog = sicm_arena_create(0, Dev(3));
+  size_t free3 = 0;
+  ASSERT_EQ(0, sicm_device_free(Dev(3), &free3));
+  size_t hog_len = free3 - (300u << 20);
+  char *h = (char *)sicm_arena_alloc(hog, hog_len);
+  ASSERT_NE(nullptr, h);
+  memset(h, 1, hog_len);
+  sicm_arena a = sicm_arena_create(0, Dev(0));
+  const size_t len = 600u << 20;
+  unsigned char *p = (unsigned char *)sicm_arena_alloc(a, len);
+  ASSERT_NE(nullptr, p);
+  for (size_t i = 0; i < len; i += 4096) p[i] = (unsigned char)(i >> 12);
+  p[len - 1] = 1;  // the block need not start on a page: touch its last page too
+  errno = 0;
+  EXPECT_EQ(-1, sicm_arena_set_device(a, Dev(3)));
+  EXPECT_EQ(ENOMEM, errno) << sicm_error_detail();
+  EXPECT_NE(std::string::npos, std::string(sicm_error_detail()).find("rolled back"));
+  sicm_migration_report r;
+  ASSERT_EQ(0, sicm_arena_last_migration(a, &r));
+  EXPECT_EQ(ENOMEM, r.error);
+  EXPECT_GT(r.pages_failed, 0u);
+  EXPECT_EQ(0u, PagesNotOn((char *)p, len, 0)) << "every page back on node 0";
+  EXPECT_TRUE(AllOn(a, 0));
+  EXPECT_EQ(0, sicm_arena_get_device(a)->node) << "still bound where it was";
+  for (size_t i = 0; i < len; i += 4096) ASSERT_EQ((unsigned char)(i >> 12), p[i]);
+  sicm_free(p);
+  sicm_free(h);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+  EXPECT_EQ(0, sicm_arena_destroy(hog));
+}
+
+TEST_F(Migration, AsyncMigrationCompletesWhileAllocationContinues) {
+  sicm_arena a = sicm_arena_create(0, Dev(0));
+  const size_t len = 256u << 20;
+  char *p = (char *)sicm_arena_alloc(a, len);
+  memset(p, 3, len);
+  sicm_device *hbm = Dev(2);
+  sicm_migration *m = sicm_arena_set_devices_async(a, &hbm, 1, 0);
+  ASSERT_NE(nullptr, m) << sicm_error_detail();
+  size_t allocations = 0;
+  while (!sicm_migration_poll(m)) {
+    void *q = sicm_arena_alloc(a, 1024);
+    ASSERT_NE(nullptr, q);
+    sicm_free(q);
+    allocations++;
+  }
+  sicm_migration_report r;
+  EXPECT_EQ(0, sicm_migration_wait(m, &r)) << sicm_error_detail();
+  EXPECT_GE(r.bytes_moved, len);
+  EXPECT_GT(allocations, 0u);
+  EXPECT_EQ(0u, PagesNotOn(p, len, 2));
+  EXPECT_TRUE(AllOn(a, 2));
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+TEST_F(Migration, CancelledMigrationEndsWhereItStarted) {
+  ASSERT_EQ(0, sicm_migrate_set_threads(1));  // chunk by chunk, so a cancel lands
+  sicm_arena a = sicm_arena_create(0, Dev(0));
+  const size_t len = 512u << 20;
+  char *p = (char *)sicm_arena_alloc(a, len);
+  memset(p, 5, len);
+  sicm_device *cap = Dev(3);
+  sicm_migration *m = sicm_arena_set_devices_async(a, &cap, 1, 0);
+  ASSERT_NE(nullptr, m);
+  ASSERT_EQ(0, sicm_migration_cancel(m));
+  sicm_migration_report r;
+  int rc = sicm_migration_wait(m, &r);
+  if (rc == 0) {
+    EXPECT_TRUE(AllOn(a, 3)) << "finished before the cancel was seen";
+  } else {
+    EXPECT_EQ(ECANCELED, errno);
+    EXPECT_EQ(ECANCELED, r.error);
+    EXPECT_EQ(0u, PagesNotOn(p, len, 0));
+    EXPECT_EQ(0, sicm_arena_get_device(a)->node);
+  }
+  for (size_t i = 0; i < len; i += 4096) ASSERT_EQ(5, p[i]);
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+  ASSERT_EQ(0, sicm_migrate_set_threads(2));
+}
+
+TEST_F(Migration, InterleaveOverTwoDevices) {
+  sicm_arena a = sicm_arena_create(0, Dev(0));
+  const size_t len = 64u << 20;
+  char *p = (char *)sicm_arena_alloc(a, len);
+  memset(p, 1, len);
+  sicm_device *both[] = {Dev(2), Dev(3)};
+  ASSERT_EQ(0, sicm_arena_set_devices(a, both, 2, SICM_ARENA_INTERLEAVE)) << sicm_error_detail();
+  size_t bytes[8] = {0};
+  ASSERT_EQ(0, sicm_arena_residency(a, bytes, 8));
+  EXPECT_EQ(0u, bytes[0] + bytes[1]);
+  EXPECT_GT(bytes[2], len / 4);
+  EXPECT_GT(bytes[3], len / 4);
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+TEST_F(Migration, LargeMoveUsesSeveralThreadsSmallOneUsesOne) {
+  ASSERT_EQ(0, sicm_migrate_set_threads(2));
+  sicm_arena small = sicm_arena_create(0, Dev(0)), large = sicm_arena_create(0, Dev(0));
+  void *s = sicm_arena_alloc(small, 1 << 20);
+  memset(s, 1, 1 << 20);
+  char *l = (char *)sicm_arena_alloc(large, 300u << 20);
+  memset(l, 1, 300u << 20);
+  sicm_migration_report r;
+  ASSERT_EQ(0, sicm_arena_set_device(small, Dev(2)));
+  ASSERT_EQ(0, sicm_arena_last_migration(small, &r));
+  EXPECT_EQ(1u, r.threads);
+  ASSERT_EQ(0, sicm_arena_set_device(large, Dev(2)));
+  ASSERT_EQ(0, sicm_arena_last_migration(large, &r));
+  EXPECT_EQ(2u, r.threads);
+  EXPECT_EQ(0u, PagesNotOn(l, 300u << 20, 2));
+  sicm_free(s);
+  sicm_free(l);
+  EXPECT_EQ(0, sicm_arena_destroy(small));
+  EXPECT_EQ(0, sicm_arena_destroy(large));
+}
+
+}  // namespace
