@@ -1,13 +1,14 @@
 /* migrate.c: moving a whole arena to other devices — synchronously or in
  * the background — with rollback on failure and a report.
  *
- * An arena's pages all lie in its windows, so a migration re-binds each
- * window with mbind(MPOL_MF_MOVE | MPOL_MF_STRICT): pages move, and pages
- * touched later fault in on the new devices.  The binding recorded in the
- * arena changes first (under window_lock), so windows reserved meanwhile
- * get the new binding too.  The used part of large windows is split into
- * chunks that several threads move at once; what lies above the used part
- * holds nothing but is re-bound (with MOVE, for pieces opened meanwhile). */
+ * An arena's pages all lie in its windows.  A migration first records the
+ * new binding (windows reserved meanwhile get it) and re-binds each window
+ * with mbind and no MOVE flag, so every page touched from then on faults in
+ * on the target; then it moves the pages already resident with move_pages(2)
+ * over the used part of the windows, split into chunks that several threads
+ * move at once.  move_pages, unlike mbind(MPOL_MF_MOVE), holds the mmap lock
+ * only for reading, so the threads really run in parallel; it also tells,
+ * page by page, what moved and what failed. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <numa.h>
@@ -22,7 +23,6 @@
 
 #define CHUNK_MIN ((size_t)64 << 20) /* below this per thread, one thread moves all */
 #define CHUNK_ALIGN ((size_t)2 << 20)
-#define STRICT_RETRIES 3             /* busy pages fail transiently under writers */
 
 static unsigned migrate_threads;     /* 0: not set, use the CPUs we may run on */
 
@@ -47,18 +47,20 @@ static unsigned threads_configured(void) {
 typedef struct chunk {
   char *base;
   size_t len;
-  int count;           /* 1: count off-target pages first (the used part) */
 } chunk;
 
 typedef struct move_job {
   const sicm_binding *to;
+  int strict;           /* pages left off the target are a failure */
+  int nodes[SICM_ARENA_DEVICES_MAX];
+  unsigned nnodes;
   chunk *chunks;
   unsigned nchunks;
-  unsigned next;       /* atomic: next chunk to take */
-  int strict;
-  const int *cancel;   /* atomic, may be NULL */
-  int error;           /* atomic: first errno */
-  size_t bytes_moved;  /* atomic */
+  unsigned next;        /* atomic: next chunk to take */
+  const int *cancel;    /* atomic, may be NULL */
+  int error;            /* atomic: errno of the first failure */
+  size_t bytes_moved;   /* atomic */
+  size_t pages_failed;  /* atomic */
 } move_job;
 
 static int node_in(const sicm_binding *b, int node) {
@@ -66,40 +68,100 @@ static int node_in(const sicm_binding *b, int node) {
   return node >= 0 && node < 1024 && (b->nodemask[node / bits] >> (node % bits)) & 1;
 }
 
-/* Resident bytes of [base, base+len) not on the binding's nodes. */
-static size_t bytes_off_target(char *base, size_t len, const sicm_binding *to) {
-  enum { BATCH = 1024 };
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), off_target = 0;
-  void *pages[BATCH];
-  int status[BATCH];
-  for (size_t off = 0; off < len; off += BATCH * page) {
-    size_t n = (len - off) / page < BATCH ? (len - off) / page : BATCH;
-    for (size_t i = 0; i < n; i++)
-      pages[i] = base + off + i * page;
-    if (move_pages(0, n, pages, NULL, status, 0) != 0)
-      break;
-    for (size_t i = 0; i < n; i++)
-      off_target += status[i] >= 0 && !node_in(to, status[i]) ? page : 0;
-  }
-  return off_target;
+static void job_fail(move_job *job, int err) {
+  int none = 0;
+  __atomic_compare_exchange_n(&job->error, &none, err, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
-static int chunk_move(move_job *job, const chunk *c) {
-  const sicm_binding *to = job->to;
-  size_t before = c->count ? bytes_off_target(c->base, c->len, to) : 0;
-  unsigned flags = MPOL_MF_MOVE | (job->strict ? MPOL_MF_STRICT : 0);
-  int rc, tries = 0;
-  do
-    rc = mbind(c->base, c->len, to->policy, to->nodemask, sizeof to->nodemask * 8, flags);
-  while (rc != 0 && errno == EIO && ++tries < STRICT_RETRIES);
-  if (rc != 0)
-    return errno;
-  __atomic_fetch_add(&job->bytes_moved, before, __ATOMIC_RELAXED);
-  return 0;
+/* Why one page did not move, as the errno the migration reports. */
+static int page_error(int status) {
+  switch (-status) {
+  case ENOMEM: return ENOMEM;          /* the target node is full */
+  case EACCES: return EPERM;           /* mapped by other processes too */
+  default: return EIO;                 /* busy, pinned, or being freed */
+  }
+}
+
+enum { BATCH = 2048, MOVE_ATTEMPTS = 4 };
+
+/* Keeps the entries of pages/nodes whose page is resident off the target;
+ * returns how many.  status holds the pages' current nodes. */
+static size_t keep_off_target(const move_job *job, void **pages, int *nodes, const int *status,
+                              size_t n) {
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++)
+    if (status[i] >= 0 && !node_in(job->to, status[i])) {
+      pages[kept] = pages[i];
+      nodes[kept++] = nodes[i];
+    }
+  return kept;
+}
+
+/* Moves the pages of one batch that are off the target; returns the bytes
+ * moved and adds the pages that would not move to job->pages_failed. */
+static size_t batch_move(move_job *job, char *base, size_t npages, size_t first_index,
+                         void **pages, int *nodes, int *status) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  int interleave = job->to->policy == MPOL_INTERLEAVE;
+  for (size_t i = 0; i < npages; i++) {
+    pages[i] = base + i * page;
+    /* Interleave by 2 MiB, not by page: the subpages of a huge page asked
+     * to go to different nodes would move the whole huge page each time. */
+    nodes[i] = job->nodes[interleave ? ((first_index + i) * page / CHUNK_ALIGN) % job->nnodes : 0];
+  }
+  if (move_pages(0, npages, pages, NULL, status, 0) < 0) {
+    job_fail(job, errno);
+    return 0;
+  }
+  size_t off_target = keep_off_target(job, pages, nodes, status, npages), remaining = off_target;
+  int page_status = 0, call_error = 0;
+  for (unsigned attempt = 0; remaining > 0 && attempt < MOVE_ATTEMPTS; attempt++) {
+    if (attempt > 0 && !interleave) /* a full device: try the arena's others */
+      for (size_t i = 0; i < remaining; i++)
+        nodes[i] = job->nodes[attempt % job->nnodes];
+    if (move_pages(0, remaining, pages, nodes, status, MPOL_MF_MOVE) < 0 && errno != ENOENT) {
+      call_error = errno; /* e.g. ENOMEM for the whole call: counted as failed below */
+      break;
+    }
+    for (size_t i = 0; i < remaining && page_status == 0; i++)
+      if (status[i] < 0 && status[i] != -EBUSY)
+        page_status = status[i];
+    /* Ask again: a huge page moves whole with its first subpage, and its
+     * other subpages then report EBUSY although they moved. */
+    if (move_pages(0, remaining, pages, NULL, status, 0) < 0) {
+      call_error = errno;
+      break;
+    }
+    remaining = keep_off_target(job, pages, nodes, status, remaining);
+  }
+  if (remaining > 0 && job->strict) {
+    __atomic_fetch_add(&job->pages_failed, remaining, __ATOMIC_RELAXED);
+    job_fail(job, call_error ? call_error : page_error(page_status ? page_status : -EBUSY));
+  }
+  return (off_target - remaining) * page;
+}
+
+/* Whether the target lacks room: a failed strict move is then ENOMEM. */
+static int job_cause(const move_job *job) {
+  if (job->error != EIO)
+    return job->error;
+  long long free_total = 0;
+  for (unsigned i = 0; i < job->nnodes; i++) {
+    long long free_node = 0;
+    if (numa_node_size64(job->nodes[i], &free_node) >= 0)
+      free_total += free_node;
+  }
+  size_t needed = job->pages_failed * (size_t)sysconf(_SC_PAGESIZE);
+  return free_total < (long long)needed + (16ll << 20) ? ENOMEM : EIO;
 }
 
 static void *move_worker(void *arg) {
   move_job *job = arg;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  void **pages = malloc(BATCH * sizeof *pages);
+  int *nodes = malloc(BATCH * sizeof *nodes), *status = malloc(BATCH * sizeof *status);
+  if (!pages || !nodes || !status)
+    job_fail(job, ENOMEM);
   for (;;) {
     if (__atomic_load_n(&job->error, __ATOMIC_RELAXED) != 0 ||
         (job->cancel && __atomic_load_n(job->cancel, __ATOMIC_RELAXED)))
@@ -107,52 +169,56 @@ static void *move_worker(void *arg) {
     unsigned i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
     if (i >= job->nchunks)
       break;
-    int err = chunk_move(job, &job->chunks[i]);
-    int none = 0;
-    if (err != 0)
-      __atomic_compare_exchange_n(&job->error, &none, err, false, __ATOMIC_RELAXED,
-                                  __ATOMIC_RELAXED);
+    const chunk *c = &job->chunks[i];
+    size_t npages = c->len / page, moved = 0;
+    for (size_t off = 0; off < npages; off += BATCH)
+      moved += batch_move(job, c->base + off * page, npages - off < BATCH ? npages - off : BATCH,
+                          ((uintptr_t)c->base / page) + off, pages, nodes, status);
+    __atomic_fetch_add(&job->bytes_moved, moved, __ATOMIC_RELAXED);
   }
+  free(pages);
+  free(nodes);
+  free(status);
   return NULL;
 }
 
-/* Splits the windows into chunks: the used part in pieces for `threads`
- * movers, then the rest of each window.  Returns the chunk count or -1. */
+/* Splits the used part of the windows into chunks for `threads` movers;
+ * returns the chunk count or -1. */
 static int chunks_plan(const sicm_window *w, unsigned nwindows, unsigned threads, chunk **out) {
   size_t used = 0;
   for (unsigned i = 0; i < nwindows; i++)
     used += w[i].used;
   size_t piece = used / threads / 4;  /* a few chunks per thread balance the load */
   piece = piece < CHUNK_MIN ? CHUNK_MIN : (piece + CHUNK_ALIGN - 1) & ~(CHUNK_ALIGN - 1);
-  unsigned n = 0, cap = nwindows;
+  unsigned n = 0, cap = 0;
   for (unsigned i = 0; i < nwindows; i++)
     cap += (unsigned)(w[i].used / piece) + 1;
-  chunk *chunks = calloc(cap, sizeof *chunks);
+  chunk *chunks = calloc(cap ? cap : 1, sizeof *chunks);
   if (chunks == NULL)
     return -1;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
   for (unsigned i = 0; i < nwindows; i++) {
-    size_t used_end = (w[i].used + CHUNK_ALIGN - 1) & ~(CHUNK_ALIGN - 1);
-    if (used_end > w[i].size)
-      used_end = w[i].size;
+    size_t used_end = (w[i].used + page - 1) & ~(page - 1);
     for (size_t off = 0; off < used_end; off += piece)
-      chunks[n++] = (chunk){w[i].base + off, off + piece < used_end ? piece : used_end - off, 1};
-    if (used_end < w[i].size)
-      chunks[n++] = (chunk){w[i].base + used_end, w[i].size - used_end, 0};
+      chunks[n++] = (chunk){w[i].base + off, off + piece < used_end ? piece : used_end - off};
   }
   *out = chunks;
   return (int)n;
 }
 
-/* Moves the windows to `to`; returns 0 or an errno, with bytes moved. */
+/* Moves the used part of the windows to `to` with `nthreads` movers;
+ * returns 0 or an errno.  The policy of the windows is set by the caller. */
 static int windows_move(const sicm_window *w, unsigned nwindows, const sicm_binding *to,
-                        int strict, const int *cancel, size_t *bytes_moved, unsigned *threads) {
+                        int strict, const int *cancel, sicm_migration_report *report) {
   size_t used = 0;
   for (unsigned i = 0; i < nwindows; i++)
     used += w[i].used;
   unsigned nthreads = threads_configured();
   if (used / CHUNK_MIN < nthreads)
     nthreads = used / CHUNK_MIN > 0 ? (unsigned)(used / CHUNK_MIN) : 1;
-  move_job job = {.to = to, .strict = strict, .cancel = cancel};
+  move_job job = {.to = to, .strict = strict, .cancel = cancel, .nnodes = to->ndevices};
+  for (unsigned i = 0; i < to->ndevices; i++)
+    job.nodes[i] = to->devices[i]->node;
   int n = chunks_plan(w, nwindows, nthreads, &job.chunks);
   if (n < 0)
     return ENOMEM;
@@ -166,38 +232,27 @@ static int windows_move(const sicm_window *w, unsigned nwindows, const sicm_bind
   for (unsigned i = 0; i < started; i++)
     pthread_join(helpers[i], NULL);
   free(job.chunks);
-  *bytes_moved = job.bytes_moved;
-  *threads = started + 1;
+  report->bytes_moved += job.bytes_moved;
+  report->pages_failed += job.pages_failed;
+  report->threads = started + 1;
   if (job.error == 0 && job.next < job.nchunks) /* stopped early: cancelled */
     return ECANCELED;
-  return job.error;
+  return job.error ? job_cause(&job) : 0;
+}
+
+/* Binds every window to `to` (no page moves: cheap), so that pages touched
+ * from now on fault in on the target. */
+static int windows_bind(const sicm_window *w, unsigned n, const sicm_binding *to) {
+  for (unsigned i = 0; i < n; i++)
+    if (mbind(w[i].base, w[i].size, to->policy, to->nodemask, sizeof to->nodemask * 8, 0) != 0)
+      return errno;
+  return 0;
 }
 
 static unsigned windows_snapshot(sicm_arena_rec *rec, sicm_window *out) {
   unsigned n = rec->nwindows;
   memcpy(out, rec->windows, n * sizeof *out);
   return n;
-}
-
-/* Pages of the arena still off the binding, after a failed move. */
-static size_t pages_off_target(const sicm_window *w, unsigned n, const sicm_binding *to) {
-  size_t bytes = 0;
-  for (unsigned i = 0; i < n; i++)
-    bytes += bytes_off_target(w[i].base, w[i].used, to);
-  return bytes / (size_t)sysconf(_SC_PAGESIZE);
-}
-
-/* Why a strict move failed: the target lacked memory, or pages were busy. */
-static int failure_cause(int err, const sicm_binding *to, size_t failed_bytes) {
-  if (err != EIO)
-    return err;
-  long long free_total = 0;
-  for (unsigned i = 0; i < to->ndevices; i++) {
-    long long free_node = 0;
-    if (numa_node_size64(to->devices[i]->node, &free_node) >= 0)
-      free_total += free_node;
-  }
-  return free_total < (long long)failed_bytes + (16ll << 20) ? ENOMEM : EIO;
 }
 
 static uint64_t now_ns(void) {
@@ -211,29 +266,32 @@ static int migrate_locked(sicm_arena_rec *rec, const sicm_binding *to, const int
                           sicm_migration_report *report) {
   sicm_window windows[SICM_WINDOWS_MAX];
   uint64_t start = now_ns();
+  *report = (sicm_migration_report){0};
+  /* New binding first (windows reserved from now on get it), then the
+   * windows' policy, then a snapshot of what is used: every page touched
+   * after the policy changed is already on the target. */
   pthread_mutex_lock(&rec->window_lock);
   sicm_binding from = rec->binding;
   rec->binding = *to;
   unsigned n = windows_snapshot(rec, windows);
   pthread_mutex_unlock(&rec->window_lock);
-
-  *report = (sicm_migration_report){0};
+  int err = windows_bind(windows, n, to);
+  pthread_mutex_lock(&rec->window_lock);
+  n = windows_snapshot(rec, windows);
+  pthread_mutex_unlock(&rec->window_lock);
   /* Preferred placement may leave pages elsewhere; only binding is strict. */
   int strict = to->policy == MPOL_BIND || to->policy == MPOL_INTERLEAVE;
-  int err = windows_move(windows, n, to, strict, cancel, &report->bytes_moved, &report->threads);
+  if (err == 0)
+    err = windows_move(windows, n, to, strict, cancel, report);
   if (err != 0) {
     /* Back to where the arena was: its binding, then every page it has. */
     pthread_mutex_lock(&rec->window_lock);
     rec->binding = from;
     n = windows_snapshot(rec, windows);
     pthread_mutex_unlock(&rec->window_lock);
-    if (err != ECANCELED) {
-      report->pages_failed = pages_off_target(windows, n, to);
-      err = failure_cause(err, to, report->pages_failed * (size_t)sysconf(_SC_PAGESIZE));
-    }
-    size_t moved_back;
-    unsigned threads;
-    windows_move(windows, n, &from, 0, NULL, &moved_back, &threads);
+    windows_bind(windows, n, &from);
+    sicm_migration_report back = {0};
+    windows_move(windows, n, &from, 0, NULL, &back);
   }
   report->error = err;
   report->nanoseconds = now_ns() - start;
