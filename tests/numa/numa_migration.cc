@@ -235,25 +235,36 @@ TEST_F(Migration, InterleaveOverTwoDevices) {
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
-TEST_F(Migration, LargeMoveUsesSeveralThreadsSmallOneUsesOne) {
+TEST_F(Migration, HugePageArenasMoveInParallelOthersInOneThread) {
   ASSERT_EQ(0, sicm_migrate_set_threads(2));
-  sicm_arena small = sicm_arena_create(0, Dev(0)), large = sicm_arena_create(0, Dev(0));
+  sicm_device *dram = Dev(0);
+  sicm_arena small = sicm_arena_create(0, dram);
+  sicm_arena large = sicm_arena_create(0, dram);  // past 64 MiB: huge pages
+  sicm_arena large_4k = sicm_arena_create_devices(0, &dram, 1, SICM_ARENA_NOHUGEPAGES);
   void *s = sicm_arena_alloc(small, 1 << 20);
   memset(s, 1, 1 << 20);
-  char *l = (char *)sicm_arena_alloc(large, 300u << 20);
-  memset(l, 1, 300u << 20);
-  sicm_migration_report r;
-  ASSERT_EQ(0, sicm_arena_set_device(small, Dev(2)));
-  ASSERT_EQ(0, sicm_arena_last_migration(small, &r));
-  EXPECT_EQ(1u, r.threads);
-  ASSERT_EQ(0, sicm_arena_set_device(large, Dev(2)));
-  ASSERT_EQ(0, sicm_arena_last_migration(large, &r));
-  EXPECT_EQ(2u, r.threads);
-  EXPECT_EQ(0u, PagesNotOn(l, 300u << 20, 2));
+  const size_t len = 300u << 20;
+  char *l = (char *)sicm_arena_alloc(large, len), *k = (char *)sicm_arena_alloc(large_4k, len);
+  ASSERT_TRUE(l && k);
+  memset(l, 1, len);
+  memset(k, 1, len);
+  struct { sicm_arena a; unsigned threads; const char *what; } cases[] = {
+      {small, 1, "small"}, {large, 2, "large, huge pages"}, {large_4k, 1, "large, 4 KiB pages"}};
+  for (auto &c : cases) {
+    sicm_migration_report r;
+    ASSERT_EQ(0, sicm_arena_set_device(c.a, Dev(2))) << c.what;
+    ASSERT_EQ(0, sicm_arena_last_migration(c.a, &r));
+    EXPECT_EQ(c.threads, r.threads) << c.what;
+    EXPECT_TRUE(AllOn(c.a, 2)) << c.what;
+  }
+  EXPECT_EQ(0u, PagesNotOn(l, len, 2));
+  EXPECT_EQ(0u, PagesNotOn(k, len, 2));
   sicm_free(s);
   sicm_free(l);
+  sicm_free(k);
   EXPECT_EQ(0, sicm_arena_destroy(small));
   EXPECT_EQ(0, sicm_arena_destroy(large));
+  EXPECT_EQ(0, sicm_arena_destroy(large_4k));
 }
 
 }  // namespace
