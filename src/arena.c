@@ -113,6 +113,7 @@ sicm_arena sicm_arena_create_internal(size_t maxsize, sicm_device *const *devs, 
   rec->binding = binding;
   rec->thp_advised = 0;
   rec->migrated = 0;
+  rec->owner = NULL;
   sicm_extent_hooks_init(&rec->hooks);
   extent_hooks_t *hooks = &rec->hooks;
   unsigned index;
@@ -206,6 +207,19 @@ sicm_arena sicm_arena_lookup(const void *ptr) {
     return NULL;
   uint64_t generation = __atomic_load_n(&rec->live_generation, __ATOMIC_ACQUIRE);
   return generation ? sicm_arena_handle(rec, generation) : NULL;
+}
+
+void sicm_arena_set_owner(sicm_arena sa, void *owner) {
+  sicm_arena_rec *rec = sicm_arena_resolve(sa);
+  if (rec != NULL)
+    __atomic_store_n(&rec->owner, owner, __ATOMIC_RELEASE);
+}
+
+void *sicm_arena_owner_of(const void *ptr) {
+  sicm_arena_rec *rec = sicm_window_owner(ptr);
+  if (rec == NULL || __atomic_load_n(&rec->live_generation, __ATOMIC_ACQUIRE) == 0)
+    return NULL;
+  return __atomic_load_n(&rec->owner, __ATOMIC_ACQUIRE);
 }
 
 size_t sicm_arena_size(sicm_arena sa) {

@@ -132,6 +132,7 @@ typedef struct sicm_arena_rec {
   unsigned ntcaches, tcache_cap;
   unsigned *tcaches;
   pthread_mutex_t migrate_lock; /* one migration at a time; destroy waits for it */
+  void *owner;                  /* the sicm_allocator the arena serves, or NULL */
   int migrated;                 /* last_migration is valid */
   sicm_migration_report last_migration;
 } sicm_arena_rec;
@@ -146,6 +147,10 @@ sicm_arena_rec *sicm_arena_resolve(sicm_arena sa);
 sicm_arena sicm_arena_handle(const sicm_arena_rec *rec, uint64_t generation);
 sicm_arena sicm_arena_create_internal(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
                                       unsigned flags, int library_default);
+/* The allocator (allocator.c) an arena serves: set once after creation. */
+void sicm_arena_set_owner(sicm_arena sa, void *owner);
+/* The owner of the live arena holding ptr, or NULL. */
+void *sicm_arena_owner_of(const void *ptr);
 /* Destroys the library's default arenas; -1 with EBUSY if user arenas live. */
 int sicm_arenas_release_all(void);
 
