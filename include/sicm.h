@@ -514,6 +514,53 @@ int sicm_allocator_arenas(sicm_allocator *allocator, sicm_arena *out, unsigned m
  * are (0: none on this machine), or -1 with errno EPERM or EINVAL. */
 int sicm_memspace_devices(sicm_memspace space, int initiator, sicm_device **out, unsigned max);
 
+/* ------------------------------------------------------------------------ */
+/* Intent hints: say what the data needs, get the device that fits         */
+/* ------------------------------------------------------------------------ */
+
+enum sicm_intent_wants {
+  SICM_INTENT_BANDWIDTH = 1u << 0, /* high bandwidth from the initiator */
+  SICM_INTENT_LATENCY = 1u << 1,   /* low latency from the initiator */
+  SICM_INTENT_CAPACITY = 1u << 2   /* large capacity */
+};
+
+/* What a group of data needs.  Start from SICM_INTENT_INIT, then set what
+ * matters.
+ * Soft wishes (`wants`, combined: each device scores by its rank under
+ * every wanted criterion, seen from the initiator; no wish: nearest) pick
+ * among the devices that meet every hard constraint.  The initiator is
+ * `pci_busid` if set (the node near that PCI device: a NIC, a GPU, found
+ * through hwloc's I/O locality), else `cpus` if set, else `initiator`. */
+typedef struct sicm_intent {
+  unsigned wants;          /* OR of enum sicm_intent_wants */
+  int initiator;           /* a node with CPUs, or SICM_INITIATOR_SELF */
+  const unsigned *cpus;    /* CPUs (OS indices) that use the data; NULL: none */
+  size_t ncpus;
+  const char *pci_busid;   /* e.g. "0000:03:00.0"; NULL: none */
+  sicm_device *device;     /* hard: only this device (NULL: any) */
+  uint64_t min_bandwidth;  /* hard: MB/s seen from the initiator (0: no limit) */
+  uint64_t max_latency;    /* hard: ns seen from the initiator (0: no limit) */
+  size_t min_free;         /* hard: free bytes now (0: no limit) */
+} sicm_intent;
+
+/* No wish, no constraint, seen from the calling thread's node. */
+#define SICM_INTENT_INIT {0, SICM_INITIATOR_SELF, NULL, 0, NULL, NULL, 0, 0, 0}
+
+/* The base-page device that best fits the intent.  A device whose bandwidth
+ * or latency is unknown does not meet a limit on it.  Returns the device,
+ * or NULL with errno EPERM (not initialized), EINVAL (intent NULL, unknown
+ * wants, bad initiator or cpus, device not from sicm_devices()), ENOENT
+ * (no such PCI device) or ENODEV (no device meets the hard constraints). */
+sicm_device *sicm_device_for_intent(const sicm_intent *intent);
+
+/* An allocator (see sicm_allocator_create()) whose memory is the device
+ * that fits the intent.  When no device does (ENODEV above), the allocator
+ * is still created and every allocation follows its fallback trait; other
+ * errors return NULL with the errno of sicm_device_for_intent() or of
+ * sicm_allocator_create(). */
+sicm_allocator *sicm_allocator_create_for_intent(const sicm_intent *intent, unsigned ntraits,
+                                                 const sicm_alloctrait *traits);
+
 #ifdef __cplusplus
 }
 #endif

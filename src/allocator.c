@@ -186,8 +186,11 @@ static int allocator_make_arenas(sicm_allocator *a) {
   return 0;
 }
 
-sicm_allocator *sicm_allocator_create(sicm_memspace space, unsigned ntraits,
-                                      const sicm_alloctrait *traits) {
+/* An allocator over `devs` (ndevs >= 0), or over the space's devices
+ * (ndevs < 0). */
+static sicm_allocator *allocator_new(sicm_memspace space, unsigned ntraits,
+                                     const sicm_alloctrait *traits, sicm_device **devs,
+                                     int ndevs) {
   if (sicm_state_get() == NULL)
     return NULL;
   if ((unsigned)space > SICM_MEMSPACE_LOW_LAT)
@@ -207,7 +210,13 @@ sicm_allocator *sicm_allocator_create(sicm_memspace space, unsigned ntraits,
     sicm_fail(EINVAL, "fallback allocator_fb needs an fb_data allocator");
     goto fail;
   }
-  if (allocator_devices(a) != 0 || allocator_make_arenas(a) != 0)
+  if (ndevs >= 0) {
+    memcpy(a->devices, devs, (size_t)ndevs * sizeof *devs);
+    a->ndevices = (unsigned)ndevs;
+  } else if (allocator_devices(a) != 0) {
+    goto fail;
+  }
+  if (allocator_make_arenas(a) != 0)
     goto fail;
   return a;
 fail:;
@@ -215,6 +224,21 @@ fail:;
   sicm_allocator_destroy(a);
   errno = err;
   return NULL;
+}
+
+sicm_allocator *sicm_allocator_create(sicm_memspace space, unsigned ntraits,
+                                      const sicm_alloctrait *traits) {
+  return allocator_new(space, ntraits, traits, NULL, -1);
+}
+
+sicm_allocator *sicm_allocator_create_for_intent(const sicm_intent *intent, unsigned ntraits,
+                                                 const sicm_alloctrait *traits) {
+  sicm_device *dev = sicm_device_for_intent(intent);
+  if (dev == NULL && errno != ENODEV)
+    return NULL;
+  /* No device fits: an allocator without memory of its own, so that every
+   * allocation follows the fallback, as for an absent memory space. */
+  return allocator_new(SICM_MEMSPACE_DEFAULT, ntraits, traits, &dev, dev ? 1 : 0);
 }
 
 int sicm_allocator_destroy(sicm_allocator *a) {

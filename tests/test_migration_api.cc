@@ -73,9 +73,9 @@ TEST_F(MigrationApi, SameDeviceMoveSucceedsAndReports) {
 TEST_F(MigrationApi, ConcurrentTrafficDuringMigrations) {
   std::atomic<bool> stop{false};
   std::atomic<size_t> bad{0};
-  auto traffic = [&](int seed) {
+  auto traffic = [&](unsigned seed) {
     while (!stop.load()) {
-      size_t len = 64 + (size_t)(seed = seed * 1103515245 + 12345) % 100000;
+      size_t len = 64 + (seed = seed * 1103515245u + 12345u) % 100000;
       char *p = (char *)sicm_arena_alloc(arena_, len);
       if (!p) continue;
       memset(p, seed & 0xff, len);
@@ -83,7 +83,7 @@ TEST_F(MigrationApi, ConcurrentTrafficDuringMigrations) {
       sicm_free(p);
     }
   };
-  std::thread t1(traffic, 1), t2(traffic, 2);
+  std::thread t1(traffic, 1u), t2(traffic, 2u);
   for (int i = 0; i < 20; i++) {
     ASSERT_EQ(0, sicm_arena_set_device(arena_, dev_));
     sicm_migration *m = sicm_arena_set_devices_async(arena_, &dev_, 1, 0);
