@@ -15,6 +15,8 @@ static int node_of_pci(const char *busid) {
   if (hwloc_topology_init(&hw) != 0)
     return sicm_fail(ENOMEM, "hwloc_topology_init failed");
   hwloc_topology_set_io_types_filter(hw, HWLOC_TYPE_FILTER_KEEP_ALL);
+  /* PCI from Linux sysfs: the libpciaccess plugin leaks at every load. */
+  hwloc_topology_set_components(hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
   int node = -1;
   if (hwloc_topology_load(hw) != 0) {
     sicm_fail(EIO, "hwloc could not load the topology");
