@@ -1,10 +1,11 @@
 /* alloc.c: the allocation entry points and the default arenas.  The fast
  * path is a handle check and a pop from (or push to) this thread's bin for
- * the arena; a miss is one jemalloc call.  No lock either way. */
+ * the arena; a miss is one jemalloc call.  No lock either way.  A shared
+ * arena (rec->shm) has its own heap in its segment: shm_heap.c. */
 #include <errno.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "shm.h"
 
 /* Handle generation (see arena.c); valid once sicm_arena_resolve succeeded. */
 static uint64_t handle_generation(sicm_arena sa) { return (uintptr_t)sa >> 12; }
@@ -28,17 +29,26 @@ static void *alloc_result(void *p, const sicm_arena_rec *rec, size_t sz) {
   return p;
 }
 
-static void *arena_mallocx(sicm_arena sa, size_t sz, int extra_flags) {
+/* lg_align 0: no alignment beyond the natural one. */
+static void *arena_mallocx(sicm_arena sa, size_t sz, unsigned lg_align, int zero) {
   sicm_arena_rec *rec = sicm_arena_resolve(sa);
-  if (rec == NULL || size_check(sz) != 0)
+  if (rec == NULL)
     return NULL;
-  return alloc_result(mallocx(sz, arena_flags(rec, handle_generation(sa)) | extra_flags), rec, sz);
+  if (rec->shm != NULL)
+    return shm_heap_alloc(rec, sz, (size_t)1 << lg_align, zero);
+  if (size_check(sz) != 0)
+    return NULL;
+  int flags = arena_flags(rec, handle_generation(sa)) | (lg_align ? MALLOCX_LG_ALIGN(lg_align) : 0) |
+              (zero ? MALLOCX_ZERO : 0);
+  return alloc_result(mallocx(sz, flags), rec, sz);
 }
 
 void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
   sicm_arena_rec *rec = sicm_arena_resolve(sa);
   if (rec == NULL)
     return NULL;
+  if (__builtin_expect(rec->shm != NULL, 0))
+    return shm_heap_alloc(rec, sz, 0, 0);
   if (sz - 1 < SICM_BIN_MAXSIZE) {
     sicm_thread_cache *cache = sicm_thread_cache_get(rec, handle_generation(sa));
     if (cache != NULL) {
@@ -48,20 +58,20 @@ void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
       return alloc_result(mallocx(sz, (int)MALLOCX_ARENA(rec->je_index) | cache->flag), rec, sz);
     }
   }
-  return arena_mallocx(sa, sz, 0);
+  return arena_mallocx(sa, sz, 0, 0);
 }
 
 void *sicm_arena_alloc_aligned(sicm_arena sa, size_t sz, size_t align) {
   if (align == 0 || (align & (align - 1)) != 0)
     return sicm_fail_null(EINVAL, "alignment %zu is not a power of two", align);
-  return arena_mallocx(sa, sz, MALLOCX_LG_ALIGN(__builtin_ctzl(align)));
+  return arena_mallocx(sa, sz, (unsigned)__builtin_ctzl(align), 0);
 }
 
 void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz) {
   size_t total;
   if (__builtin_mul_overflow(n, sz, &total))
     return sicm_fail_null(ENOMEM, "calloc of %zu x %zu bytes overflows", n, sz);
-  return arena_mallocx(sa, total, MALLOCX_ZERO);
+  return arena_mallocx(sa, total, 0, 1);
 }
 
 /* The live arena owning ptr and its generation; NULL with EINVAL if none. */
@@ -74,6 +84,8 @@ static sicm_arena_rec *owner_of(const void *ptr, uint64_t *generation) {
 }
 
 static void *owner_rallocx(sicm_arena_rec *rec, uint64_t generation, void *ptr, size_t sz) {
+  if (rec->shm != NULL)
+    return shm_heap_realloc(rec, ptr, sz);
   if (size_check(sz) != 0)
     return NULL;
   return alloc_result(rallocx(ptr, sz, arena_flags(rec, generation)), rec, sz);
@@ -106,6 +118,10 @@ void sicm_free(void *ptr) {
   sicm_arena_rec *rec = owner_of(ptr, &generation);
   if (rec == NULL)
     return;
+  if (__builtin_expect(rec->shm != NULL, 0)) {
+    shm_heap_free(rec, ptr);
+    return;
+  }
   sicm_thread_cache *cache = sicm_thread_cache_get(rec, generation);
   if (cache == NULL) {
     dallocx(ptr, MALLOCX_TCACHE_NONE);
@@ -124,7 +140,10 @@ void sicm_free(void *ptr) {
 
 size_t sicm_usable_size(const void *ptr) {
   uint64_t generation;
-  return owner_of(ptr, &generation) ? sallocx((void *)ptr, 0) : 0;
+  sicm_arena_rec *rec = owner_of(ptr, &generation);
+  if (rec == NULL)
+    return 0;
+  return rec->shm ? shm_heap_usable_size(rec, ptr) : sallocx((void *)ptr, 0);
 }
 
 /* ---- default arenas ---- */

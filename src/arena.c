@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "shm.h"
 
 sicm_arena_rec *sicm_arena_slots[SICM_ARENA_SLOTS];
 
@@ -114,6 +114,7 @@ sicm_arena sicm_arena_create_internal(size_t maxsize, sicm_device *const *devs, 
   rec->thp_advised = 0;
   rec->migrated = 0;
   rec->owner = NULL;
+  rec->shm = NULL;
   sicm_extent_hooks_init(&rec->hooks);
   extent_hooks_t *hooks = &rec->hooks;
   unsigned index;
@@ -143,11 +144,55 @@ sicm_arena sicm_arena_create_devices(size_t maxsize, sicm_device *const *devs, u
   return sicm_arena_create_internal(maxsize, devs, ndevs, flags, 0);
 }
 
+sicm_arena sicm_arena_register_shared(struct shm_header *h, size_t size,
+                                      const sicm_binding *binding, uint64_t dev, uint64_t ino) {
+  pthread_mutex_lock(&arenas_lock);
+  sicm_arena_rec *rec = arena_slot_claim();
+  if (rec == NULL) {
+    pthread_mutex_unlock(&arenas_lock);
+    return sicm_fail_null(EAGAIN, "all %d arena slots are in use", SICM_ARENA_SLOTS);
+  }
+  rec->flags = 0;
+  rec->maxsize = rec->held = size;
+  rec->library_default = 0;
+  rec->binding = *binding;
+  rec->thp_advised = 0;
+  rec->migrated = 0;
+  rec->owner = NULL;
+  rec->shm = h;
+  rec->shm_dev = dev;
+  rec->shm_ino = ino;
+  sicm_window_adopt(rec, h, size);
+  uint64_t generation = rec->last_generation + 1;
+  __atomic_store_n(&rec->last_generation, generation, __ATOMIC_RELEASE);
+  __atomic_store_n(&rec->live_generation, generation, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&arenas_lock);
+  return sicm_arena_handle(rec, generation);
+}
+
+sicm_arena sicm_arena_find_shared(uint64_t dev, uint64_t ino) {
+  sicm_arena found = NULL;
+  pthread_mutex_lock(&arenas_lock);
+  for (unsigned slot = 0; slot < SICM_ARENA_SLOTS && found == NULL; slot++) {
+    sicm_arena_rec *rec = sicm_arena_slots[slot];
+    if (rec != NULL && rec->live_generation != 0 && rec->shm != NULL && rec->shm_dev == dev &&
+        rec->shm_ino == ino)
+      found = sicm_arena_handle(rec, rec->live_generation);
+  }
+  pthread_mutex_unlock(&arenas_lock);
+  return found;
+}
+
 /* Caller holds arenas_lock. */
 static int arena_destroy_locked(sicm_arena_rec *rec) {
   pthread_mutex_lock(&rec->migrate_lock); /* an asynchronous migration finishes first */
   __atomic_store_n(&rec->live_generation, 0, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&rec->migrate_lock);
+  if (rec->shm != NULL) { /* detach: the segment lives on for other processes */
+    sicm_window_release_all(rec);
+    rec->shm = NULL;
+    return 0;
+  }
   /* Cached regions must go back before the arena, or they would outlive it. */
   sicm_thread_caches_release(rec);
   char cmd[64];
@@ -233,6 +278,8 @@ int sicm_arena_get_devices(sicm_arena sa, sicm_device **out, unsigned max) {
     return -1;
   if (out == NULL && max > 0)
     return sicm_fail(EINVAL, "sicm_arena_get_devices: out is NULL");
+  if (rec->shm != NULL) /* another process may have moved it */
+    shm_segment_get_binding(rec);
   pthread_mutex_lock(&rec->window_lock);
   unsigned n = rec->binding.ndevices;
   for (unsigned i = 0; i < n && i < max; i++)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "shm.h"
 
 static int stat_read(unsigned index, const char *name, size_t *out) {
   char cmd[96];
@@ -21,6 +21,8 @@ int sicm_arena_stats_get(sicm_arena sa, sicm_arena_stats *out) {
     return -1;
   if (out == NULL)
     return sicm_fail(EINVAL, "sicm_arena_stats_get: out is NULL");
+  if (rec->shm != NULL)
+    return shm_segment_stats(rec, out);
   uint64_t epoch = 1;
   size_t small = 0, large = 0, pactive = 0;
   if (mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch) != 0 ||
@@ -69,6 +71,8 @@ int sicm_arena_residency(sicm_arena sa, size_t *bytes, size_t nnodes) {
     return -1;
   if (bytes == NULL && nnodes > 0)
     return sicm_fail(EINVAL, "sicm_arena_residency: bytes is NULL");
+  if (rec->shm != NULL) /* pages only other processes touched count too */
+    shm_segment_map_resident(rec);
   sicm_window windows[SICM_WINDOWS_MAX];
   pthread_mutex_lock(&rec->window_lock);
   unsigned n = rec->nwindows;

@@ -133,6 +133,8 @@ typedef struct sicm_arena_rec {
   unsigned *tcaches;
   pthread_mutex_t migrate_lock; /* one migration at a time; destroy waits for it */
   void *owner;                  /* the sicm_allocator the arena serves, or NULL */
+  struct shm_header *shm;       /* a shared arena's segment (shm.h), or NULL */
+  uint64_t shm_dev, shm_ino;    /* identity of its object, for attach */
   int migrated;                 /* last_migration is valid */
   sicm_migration_report last_migration;
 } sicm_arena_rec;
@@ -151,12 +153,21 @@ sicm_arena sicm_arena_create_internal(size_t maxsize, sicm_device *const *devs, 
 void sicm_arena_set_owner(sicm_arena sa, void *owner);
 /* The owner of the live arena holding ptr, or NULL. */
 void *sicm_arena_owner_of(const void *ptr);
+/* Makes a mapped shared segment a live arena (no jemalloc arena behind it);
+ * the handle, or NULL with EAGAIN when every slot is in use. */
+sicm_arena sicm_arena_register_shared(struct shm_header *h, size_t size,
+                                      const sicm_binding *binding, uint64_t dev, uint64_t ino);
+/* The attached shared arena whose object is (dev, ino), or NULL. */
+sicm_arena sicm_arena_find_shared(uint64_t dev, uint64_t ino);
 /* Destroys the library's default arenas; -1 with EBUSY if user arenas live. */
 int sicm_arenas_release_all(void);
 
 /* window.c: address windows and the chunk -> arena table */
 /* The live arena owning address p, or NULL.  Lock-free. */
 sicm_arena_rec *sicm_window_owner(const void *p);
+/* Makes [base, base + size) — a shared arena's segment, chunk-aligned — the
+ * arena's one window. */
+void sicm_window_adopt(sicm_arena_rec *rec, void *base, size_t size);
 /* Takes size bytes (aligned) from the arena's windows, reserving a new
  * window when needed; NULL when out of address space. Caller holds window_lock. */
 void *sicm_window_take(sicm_arena_rec *rec, void *new_addr, size_t size, size_t alignment);

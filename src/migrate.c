@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "shm.h"
 
 #define CHUNK_MIN ((size_t)64 << 20) /* below this per thread, one thread moves all */
 #define CHUNK_ALIGN ((size_t)2 << 20)
@@ -55,6 +55,7 @@ typedef struct move_job {
   const sicm_binding *to;
   int strict;           /* pages left off the target are a failure */
   int by_mbind;         /* 4 KiB pages: one mbind(MPOL_MF_MOVE) per chunk */
+  int move_flag;        /* MPOL_MF_MOVE, or MPOL_MF_MOVE_ALL for a shared arena */
   int nodes[SICM_ARENA_DEVICES_MAX];
   unsigned nnodes;
   chunk *chunks;
@@ -124,7 +125,7 @@ static size_t batch_move(move_job *job, char *base, size_t npages, size_t first_
     if (attempt > 0 && !interleave) /* a full device: try the arena's others */
       for (size_t i = 0; i < remaining; i++)
         nodes[i] = job->nodes[attempt % job->nnodes];
-    if (move_pages(0, remaining, pages, nodes, status, MPOL_MF_MOVE) < 0 && errno != ENOENT) {
+    if (move_pages(0, remaining, pages, nodes, status, job->move_flag) < 0 && errno != ENOENT) {
       call_error = errno; /* e.g. ENOMEM for the whole call: counted as failed below */
       break;
     }
@@ -184,7 +185,7 @@ static size_t chunk_mbind(move_job *job, const chunk *c, void **pages, int *stat
   const sicm_binding *to = job->to;
   size_t page = (size_t)sysconf(_SC_PAGESIZE), npages = c->len / page;
   size_t off = count_off_target(job, c->base, npages, pages, status);
-  unsigned flags = MPOL_MF_MOVE | (job->strict ? MPOL_MF_STRICT : 0);
+  unsigned flags = (unsigned)job->move_flag | (job->strict ? MPOL_MF_STRICT : 0);
   for (unsigned attempt = 0; attempt < MOVE_ATTEMPTS; attempt++) {
     if (mbind(c->base, c->len, to->policy, to->nodemask, sizeof to->nodemask * 8, flags) == 0)
       return off * page;
@@ -257,7 +258,8 @@ static int chunks_plan(const sicm_window *w, unsigned nwindows, unsigned threads
 /* Moves the used part of the windows to `to` with `nthreads` movers;
  * returns 0 or an errno.  The policy of the windows is set by the caller. */
 static int windows_move(const sicm_window *w, unsigned nwindows, const sicm_binding *to,
-                        int strict, int huge, const int *cancel, sicm_migration_report *report) {
+                        int strict, int huge, int move_flag, const int *cancel,
+                        sicm_migration_report *report) {
   size_t used = 0;
   for (unsigned i = 0; i < nwindows; i++)
     used += w[i].used;
@@ -267,8 +269,8 @@ static int windows_move(const sicm_window *w, unsigned nwindows, const sicm_bind
   unsigned nthreads = huge ? threads_configured() : 1;
   if (used / CHUNK_MIN < nthreads)
     nthreads = used / CHUNK_MIN > 0 ? (unsigned)(used / CHUNK_MIN) : 1;
-  move_job job = {.to = to, .strict = strict, .by_mbind = !huge, .cancel = cancel,
-                  .nnodes = to->ndevices};
+  move_job job = {.to = to, .strict = strict, .by_mbind = !huge, .move_flag = move_flag,
+                  .cancel = cancel, .nnodes = to->ndevices};
   for (unsigned i = 0; i < to->ndevices; i++)
     job.nodes[i] = to->devices[i]->node;
   int n = chunks_plan(w, nwindows, nthreads, &job.chunks);
@@ -319,6 +321,14 @@ static int migrate_locked(sicm_arena_rec *rec, const sicm_binding *to, const int
   sicm_window windows[SICM_WINDOWS_MAX];
   uint64_t start = now_ns();
   *report = (sicm_migration_report){0};
+  /* A shared arena's pages may be mapped by several processes, which only
+   * MPOL_MF_MOVE_ALL moves; and pages only other processes touched must be
+   * mapped here to be seen at all. */
+  int move_flag = rec->shm ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE;
+  if (rec->shm != NULL) {
+    shm_segment_get_binding(rec);
+    shm_segment_map_resident(rec);
+  }
   /* New binding first (windows reserved from now on get it), then the
    * windows' policy, then a snapshot of what is used: every page touched
    * after the policy changed is already on the target. */
@@ -335,7 +345,7 @@ static int migrate_locked(sicm_arena_rec *rec, const sicm_binding *to, const int
   int strict = to->policy == MPOL_BIND || to->policy == MPOL_INTERLEAVE;
   int huge = (rec->flags & SICM_ARENA_HUGEPAGES) || __atomic_load_n(&rec->thp_advised, __ATOMIC_RELAXED);
   if (err == 0)
-    err = windows_move(windows, n, to, strict, huge, cancel, report);
+    err = windows_move(windows, n, to, strict, huge, move_flag, cancel, report);
   if (err != 0) {
     /* Back to where the arena was: its binding, then every page it has. */
     pthread_mutex_lock(&rec->window_lock);
@@ -344,7 +354,9 @@ static int migrate_locked(sicm_arena_rec *rec, const sicm_binding *to, const int
     pthread_mutex_unlock(&rec->window_lock);
     windows_bind(windows, n, &from);
     sicm_migration_report back = {0};
-    windows_move(windows, n, &from, 0, huge, NULL, &back);
+    windows_move(windows, n, &from, 0, huge, move_flag, NULL, &back);
+  } else if (rec->shm != NULL) {
+    shm_segment_set_binding(rec, to);
   }
   report->error = err;
   report->nanoseconds = now_ns() - start;

@@ -22,12 +22,18 @@ sicm_arena_rec *sicm_window_owner(const void *p) {
   if (a >> SICM_ADDRESS_BITS)
     return NULL;
   unsigned owner = __atomic_load_n(&chunk_owner[a >> SICM_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
-  return owner ? __atomic_load_n(&sicm_arena_slots[owner - 1], __ATOMIC_ACQUIRE) : NULL;
+  sicm_arena_rec *rec = owner ? __atomic_load_n(&sicm_arena_slots[owner - 1], __ATOMIC_ACQUIRE)
+                              : NULL;
+  /* A shared segment need not fill its last chunk: the rest is not its. */
+  if (rec != NULL && rec->shm != NULL && a - (uintptr_t)rec->shm >= rec->held)
+    return NULL;
+  return rec;
 }
 
 static void window_set_owner(const sicm_window *w, unsigned value) {
   uintptr_t first = (uintptr_t)w->base >> SICM_CHUNK_SHIFT;
-  for (uintptr_t c = first; c < first + (w->size >> SICM_CHUNK_SHIFT); c++)
+  uintptr_t end = ((uintptr_t)w->base + w->size + SICM_CHUNK_SIZE - 1) >> SICM_CHUNK_SHIFT;
+  for (uintptr_t c = first; c < end; c++)
     __atomic_store_n(&chunk_owner[c], (uint16_t)value, __ATOMIC_RELEASE);
 }
 
@@ -63,6 +69,13 @@ static int window_reserve(sicm_arena_rec *rec, size_t min_size) {
   /* Readers (residency, migration) see nwindows only after the window is set. */
   __atomic_store_n(&rec->nwindows, rec->nwindows + 1, __ATOMIC_RELEASE);
   return 0;
+}
+
+void sicm_window_adopt(sicm_arena_rec *rec, void *base, size_t size) {
+  sicm_window *w = &rec->windows[0];
+  *w = (sicm_window){base, size, size};
+  window_set_owner(w, rec->slot + 1);
+  __atomic_store_n(&rec->nwindows, 1, __ATOMIC_RELEASE);
 }
 
 static void *window_bump(sicm_window *w, size_t size, size_t alignment) {

@@ -1,0 +1,199 @@
+/* shm_repair.c: a shared heap after the death of its lock holder, and the
+ * checker of every heap invariant.
+ *
+ * Repair is undo, then rebuild: the journal puts back the header words of
+ * the interrupted update (so the heap is as before that update), then one
+ * scan of the blocks rebuilds the free lists, bitmaps and counters, which
+ * the dead process may have left half changed.  Both steps are idempotent:
+ * if the repairing process dies too, the next locker repeats them. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shm.h"
+
+static void journal_undo(shm_header *h) {
+  uint64_t n = __atomic_load_n(&h->journal_count, __ATOMIC_ACQUIRE);
+  if (n == 0 || n > SHM_JOURNAL_MAX)
+    return;
+  for (uint64_t i = n; i-- > 0;) {
+    const shm_journal_entry *e = &h->journal[i];
+    if (e->offset >= h->heap_begin && e->offset <= h->heap_end && (e->offset & 7) == 0)
+      *(uint64_t *)((char *)h + e->offset) = e->old_value;
+  }
+  h->updates_undone++;
+}
+
+/* Rebuilds the derived state from the block headers; -1 if they do not
+ * tile the heap. */
+static int rebuild(shm_header *h) {
+  h->fl_bitmap = 0;
+  memset(h->sl_bitmap, 0, sizeof h->sl_bitmap);
+  memset(h->free_head, 0, sizeof h->free_head);
+  h->blocks_used = h->bytes_used = h->blocks_free = h->bytes_free = 0;
+  uint64_t offset = h->heap_begin, prev_size = 0;
+  while (offset < h->heap_end) {
+    shm_block *b = shm_block_at(h, offset);
+    uint64_t size = shm_block_size(b);
+    if (size < SHM_BLOCK_MIN || size > h->heap_end - offset)
+      return -1;
+    b->prev_size = prev_size;
+    if (shm_block_is_free(b)) {
+      shm_list_insert(h, b);
+    } else {
+      h->blocks_used++;
+      h->bytes_used += size;
+    }
+    prev_size = size;
+    offset += size;
+  }
+  shm_block *sentinel = shm_block_at(h, h->heap_end);
+  sentinel->prev_size = prev_size;
+  sentinel->size_flags = 0;
+  return 0;
+}
+
+int shm_repair(shm_header *h) {
+  journal_undo(h);
+  int rc = rebuild(h);
+  h->repairs++;
+  __atomic_store_n(&h->journal_count, 0, __ATOMIC_RELEASE);
+  return rc;
+}
+
+/* ---- checker ---- */
+
+static int broken(const char *what, uint64_t offset) {
+  return sicm_fail(EUCLEAN, "shared heap check: %s (offset %llu)", what,
+                   (unsigned long long)offset);
+}
+
+static int offset_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Walks the blocks: tiling, boundary tags, coalescing, counters.  Collects
+ * the free blocks' offsets (in address order) into *frees. */
+static int check_blocks(shm_header *h, uint64_t **frees, size_t *nfrees, sicm_heap_report *r) {
+  size_t cap = 64, n = 0;
+  uint64_t *list = malloc(cap * sizeof *list);
+  if (list == NULL)
+    return sicm_fail(ENOMEM, "out of memory");
+  uint64_t offset = h->heap_begin, prev_size = 0;
+  int prev_free = 0, rc = 0;
+  while (rc == 0 && offset < h->heap_end) {
+    shm_block *b = shm_block_at(h, offset);
+    uint64_t size = shm_block_size(b);
+    if (size < SHM_BLOCK_MIN || size > h->heap_end - offset)
+      rc = broken("a block size leaves the heap or is below the minimum", offset);
+    else if (b->prev_size != prev_size)
+      rc = broken("a block's prev_size is not the size of the block below", offset);
+    else if (shm_block_is_free(b) && prev_free)
+      rc = broken("two free blocks are adjacent (not coalesced)", offset);
+    if (rc != 0)
+      break;
+    if (shm_block_is_free(b)) {
+      if (n == cap) {
+        uint64_t *grown = realloc(list, 2 * cap * sizeof *list);
+        if (grown == NULL) {
+          rc = sicm_fail(ENOMEM, "out of memory");
+          break;
+        }
+        list = grown;
+        cap *= 2;
+      }
+      list[n++] = offset;
+      r->blocks_free++;
+      r->bytes_free += size;
+      /* Good fit serves from a class only requests up to its lower bound. */
+      uint64_t floor = size;
+      if (size >= SHM_SMALL_LIMIT)
+        floor &= ~((1ull << (63u - (unsigned)__builtin_clzll(size) - SHM_SL_LOG)) - 1);
+      if (floor - SHM_BLOCK_HEADER > r->largest_free)
+        r->largest_free = floor - SHM_BLOCK_HEADER;
+    } else {
+      r->blocks_used++;
+      r->bytes_used += size;
+    }
+    prev_free = shm_block_is_free(b);
+    prev_size = size;
+    offset += size;
+  }
+  const shm_block *sentinel = shm_block_at(h, h->heap_end);
+  if (rc == 0 && offset != h->heap_end)
+    rc = broken("the blocks do not end at the sentinel", offset);
+  else if (rc == 0 && (sentinel->size_flags != 0 || sentinel->prev_size != prev_size))
+    rc = broken("the sentinel block is damaged", h->heap_end);
+  else if (rc == 0 && (r->blocks_used != h->blocks_used || r->bytes_used != h->bytes_used ||
+                       r->blocks_free != h->blocks_free || r->bytes_free != h->bytes_free))
+    rc = broken("the counters disagree with the blocks", 0);
+  if (rc != 0) {
+    free(list);
+    return rc;
+  }
+  *frees = list;
+  *nfrees = n;
+  return 0;
+}
+
+/* Each list holds exactly the free blocks of its class, linked both ways;
+ * the bitmaps say which lists are non-empty. */
+static int check_lists(shm_header *h, const uint64_t *frees, size_t nfrees) {
+  unsigned char *seen = calloc(nfrees ? nfrees : 1, 1);
+  if (seen == NULL)
+    return sicm_fail(ENOMEM, "out of memory");
+  size_t listed = 0;
+  int rc = 0;
+  for (unsigned fl = 0; rc == 0 && fl < SHM_FL_COUNT; fl++) {
+    if (((h->fl_bitmap >> fl) & 1) != (h->sl_bitmap[fl] != 0))
+      rc = broken("the first-level bitmap disagrees with the second level", fl);
+    for (unsigned sl = 0; rc == 0 && sl < SHM_SL_COUNT; sl++) {
+      uint64_t offset = h->free_head[fl][sl], prev = 0;
+      if (((h->sl_bitmap[fl] >> sl) & 1) != (offset != 0))
+        rc = broken("a second-level bitmap bit disagrees with its list", fl * SHM_SL_COUNT + sl);
+      while (rc == 0 && offset != 0) {
+        const uint64_t *at = bsearch(&offset, frees, nfrees, sizeof *frees, offset_cmp);
+        unsigned bfl, bsl;
+        if (at == NULL) {
+          rc = broken("a free list holds something that is not a free block", offset);
+          break;
+        }
+        shm_block *b = shm_block_at(h, offset);
+        shm_class_of(shm_block_size(b), &bfl, &bsl);
+        if (seen[at - frees]++)
+          rc = broken("a free block is listed twice", offset);
+        else if (bfl != fl || bsl != sl)
+          rc = broken("a free block is in the list of another size class", offset);
+        else if (b->prev_free != prev)
+          rc = broken("a free list's back link is wrong", offset);
+        listed++;
+        prev = offset;
+        offset = b->next_free;
+      }
+    }
+  }
+  if (rc == 0 && listed != nfrees)
+    rc = broken("some free blocks are in no free list", 0);
+  free(seen);
+  return rc;
+}
+
+int shm_check_locked(shm_header *h, sicm_heap_report *report) {
+  sicm_heap_report r = {0};
+  if (__atomic_load_n(&h->journal_count, __ATOMIC_ACQUIRE) != 0)
+    return broken("an update is pending in the journal", 0);
+  if (h->heap_begin < sizeof *h || h->heap_begin % SHM_ALIGN || h->heap_end != h->size - SHM_BLOCK_HEADER)
+    return broken("the heap bounds in the header are wrong", 0);
+  uint64_t *frees = NULL;
+  size_t nfrees = 0;
+  if (check_blocks(h, &frees, &nfrees, &r) != 0)
+    return -1;
+  int rc = check_lists(h, frees, nfrees);
+  free(frees);
+  r.repairs = h->repairs;
+  r.updates_undone = h->updates_undone;
+  if (rc == 0 && report != NULL)
+    *report = r;
+  return rc;
+}

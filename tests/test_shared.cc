@@ -1,0 +1,567 @@
+// test_shared.cc: shared arenas on this machine — names, attach errors, the
+// heap's calls and invariants, processes sharing one heap, and kill -9 at
+// random points (placement and migration are checked in the guest).
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sicm_test.h"
+
+extern "C" void sicm__shm_crash_at(long update, unsigned step);
+
+namespace {
+
+std::string UniqueName(const char *what) {
+  static int counter;
+  return "/sicm-test-" + std::string(what) + "-" + std::to_string(getpid()) + "-" +
+         std::to_string(counter++);
+}
+
+class Shared : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(init_.ok());
+    dev_ = sicm_device_of_node(sicm_node_self(), 0);
+    ASSERT_NE(nullptr, dev_);
+  }
+  void TearDown() override {
+    for (const std::string &n : names_)
+      shm_unlink(n.c_str());
+  }
+  sicm_arena Create(size_t size, std::string *name_out = nullptr, const char *what = "a") {
+    std::string name = UniqueName(what);
+    names_.push_back(name);
+    sicm_arena a = sicm_arena_create_shared(name.c_str(), size, dev_, 0);
+    EXPECT_NE(nullptr, a) << sicm_error_detail();
+    if (name_out) *name_out = name;
+    return a;
+  }
+  void ExpectHeapOk(sicm_arena a, sicm_heap_report *r = nullptr) {
+    sicm_heap_report local;
+    EXPECT_EQ(0, sicm_arena_check(a, r ? r : &local)) << sicm_error_detail();
+  }
+  sicm_test::Initialized init_;
+  sicm_device *dev_ = nullptr;
+  std::vector<std::string> names_;
+};
+
+// Fills a block with a pattern derived from seed; Verify checks it.
+void Fill(void *p, size_t n, uint32_t seed) {
+  auto *b = static_cast<unsigned char *>(p);
+  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(seed * 2654435761u + i * 7);
+}
+bool Verify(const void *p, size_t n, uint32_t seed) {
+  auto *b = static_cast<const unsigned char *>(p);
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != (unsigned char)(seed * 2654435761u + i * 7)) return false;
+  return true;
+}
+
+TEST(SharedUninitialized, CreateAndAttachFailWithEperm) {
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_create_shared("/sicm-x", 1 << 20, nullptr, 0));
+  EXPECT_EQ(EPERM, errno);
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_attach("/sicm-x"));
+  EXPECT_EQ(EPERM, errno);
+}
+
+TEST_F(Shared, BadNamesSizesAndModesAreEinval) {
+  const char *bad[] = {nullptr, "", "/", "noslash", "/.", "/..", "/a/b", "/sp ace", "/semi;colon"};
+  for (const char *n : bad) {
+    errno = 0;
+    EXPECT_EQ(nullptr, sicm_arena_create_shared(n, 1 << 20, dev_, 0)) << (n ? n : "null");
+    EXPECT_EQ(EINVAL, errno);
+    errno = 0;
+    EXPECT_EQ(nullptr, sicm_arena_attach(n));
+    EXPECT_EQ(EINVAL, errno);
+    EXPECT_EQ(-1, sicm_arena_unlink(n));
+    EXPECT_EQ(EINVAL, errno);
+  }
+  std::string longest = "/" + std::string(200, 'x'), too_long = longest + "x";
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_create_shared(too_long.c_str(), 1 << 20, dev_, 0));
+  EXPECT_EQ(EINVAL, errno);
+  std::string name = UniqueName("sizes");
+  names_.push_back(name);
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_create_shared(name.c_str(), 4096, dev_, 0));
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_EQ(nullptr, sicm_arena_create_shared(name.c_str(), 1 << 20, dev_, 01000));
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_EQ(nullptr, sicm_arena_create_shared(name.c_str(), 1 << 20, nullptr, 0));
+  EXPECT_EQ(EINVAL, errno);
+  // Nothing was left behind by the failures.
+  EXPECT_EQ(nullptr, sicm_arena_attach(name.c_str()));
+  EXPECT_EQ(ENOENT, errno);
+  sicm_arena a = sicm_arena_create_shared(longest.c_str(), 1 << 20, dev_, 0);
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  EXPECT_EQ(0, sicm_arena_detach(a));
+  EXPECT_EQ(0, sicm_arena_unlink(longest.c_str()));
+}
+
+TEST_F(Shared, ModeIs0600UnlessGivenWhateverTheUmask) {
+  mode_t old = umask(077);
+  std::string a_name = UniqueName("mode"), b_name = UniqueName("mode");
+  names_.push_back(a_name);
+  names_.push_back(b_name);
+  sicm_arena a = sicm_arena_create_shared(a_name.c_str(), 1 << 20, dev_, 0);
+  sicm_arena b = sicm_arena_create_shared(b_name.c_str(), 1 << 20, dev_, 0640);
+  umask(old);
+  ASSERT_NE(nullptr, a);
+  ASSERT_NE(nullptr, b);
+  struct stat st;
+  ASSERT_EQ(0, stat(("/dev/shm" + a_name).c_str(), &st));
+  EXPECT_EQ(0600u, st.st_mode & 0777);
+  ASSERT_EQ(0, stat(("/dev/shm" + b_name).c_str(), &st));
+  EXPECT_EQ(0640u, st.st_mode & 0777);
+  EXPECT_EQ(0, sicm_arena_detach(a));
+  EXPECT_EQ(0, sicm_arena_detach(b));
+}
+
+TEST_F(Shared, CreateTwiceIsEexistAndMissingIsEnoent) {
+  std::string name;
+  sicm_arena a = Create(1 << 20, &name);
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_create_shared(name.c_str(), 1 << 20, dev_, 0));
+  EXPECT_EQ(EEXIST, errno);
+  EXPECT_EQ(a, sicm_arena_attach(name.c_str())) << "attaching again gives the same arena";
+  EXPECT_EQ(0, sicm_arena_detach(a));
+  EXPECT_EQ(-1, sicm_arena_detach(a));
+  EXPECT_EQ(ESTALE, errno);
+  EXPECT_EQ(0, sicm_arena_unlink(name.c_str()));
+  EXPECT_EQ(nullptr, sicm_arena_attach(name.c_str()));
+  EXPECT_EQ(ENOENT, errno);
+  EXPECT_EQ(-1, sicm_arena_unlink(name.c_str()));
+  EXPECT_EQ(ENOENT, errno);
+  sicm_arena priv = sicm_arena_create(0, dev_);
+  ASSERT_NE(nullptr, priv);
+  EXPECT_EQ(-1, sicm_arena_detach(priv));
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_EQ(-1, sicm_arena_check(priv, nullptr));
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_EQ(0, sicm_arena_destroy(priv));
+}
+
+TEST_F(Shared, AllocationCallsWorkAndKeepTheHeapConsistent) {
+  sicm_arena a = Create(4 << 20);
+  ASSERT_NE(nullptr, a);
+  EXPECT_EQ((size_t)4 << 20, sicm_arena_size(a));
+  char *p = static_cast<char *>(sicm_arena_alloc(a, 100));
+  ASSERT_NE(nullptr, p);
+  EXPECT_EQ(0u, (uintptr_t)p % 16);
+  EXPECT_EQ(a, sicm_arena_lookup(p));
+  EXPECT_EQ(a, sicm_arena_lookup(p + 99));
+  EXPECT_GE(sicm_usable_size(p), 100u);
+  Fill(p, 100, 1);
+  p = static_cast<char *>(sicm_realloc(p, 5000));  // grows in place or moves
+  ASSERT_NE(nullptr, p);
+  EXPECT_TRUE(Verify(p, 100, 1));
+  p = static_cast<char *>(sicm_arena_realloc(a, p, 40));
+  ASSERT_NE(nullptr, p);
+  EXPECT_TRUE(Verify(p, 40, 1));
+  for (size_t align : {32, 64, 4096, 1 << 16}) {
+    void *q = sicm_arena_alloc_aligned(a, 24, align);
+    ASSERT_NE(nullptr, q) << align;
+    EXPECT_EQ(0u, (uintptr_t)q % align);
+    ExpectHeapOk(a);
+    sicm_free(q);
+  }
+  auto *z = static_cast<unsigned char *>(sicm_arena_calloc(a, 1000, 3));
+  ASSERT_NE(nullptr, z);
+  for (int i = 0; i < 3000; i++) ASSERT_EQ(0, z[i]);
+  sicm_heap_report r;
+  ExpectHeapOk(a, &r);
+  EXPECT_EQ(2u, r.blocks_used);
+  sicm_arena_stats st;
+  ASSERT_EQ(0, sicm_arena_stats_get(a, &st));
+  EXPECT_GE(st.allocated, 3040u);
+  EXPECT_EQ((size_t)4 << 20, st.mapped);
+  sicm_free(z);
+  sicm_free(p);
+  ExpectHeapOk(a, &r);
+  EXPECT_EQ(0u, r.blocks_used);
+  EXPECT_EQ(1u, r.blocks_free) << "every block coalesced back into one";
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+TEST_F(Shared, BadPointersAndDoubleFreesAreRefusedWithoutDamage) {
+  sicm_arena a = Create(1 << 20);
+  ASSERT_NE(nullptr, a);
+  char *p = static_cast<char *>(sicm_arena_alloc(a, 256));
+  char *q = static_cast<char *>(sicm_arena_alloc(a, 256));
+  ASSERT_TRUE(p && q);
+  Fill(q, 256, 9);
+  sicm_free(p);
+  errno = 0;
+  sicm_free(p);  // twice
+  EXPECT_EQ(EINVAL, errno);
+  errno = 0;
+  sicm_free(q + 16);  // inside a block
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_EQ(nullptr, sicm_realloc(q + 32, 10));
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_EQ(0u, sicm_usable_size(q + 48));
+  EXPECT_EQ(nullptr, sicm_arena_alloc(a, 0));
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_EQ(nullptr, sicm_arena_alloc(a, SIZE_MAX));
+  EXPECT_EQ(ENOMEM, errno);
+  EXPECT_EQ(nullptr, sicm_realloc(q, 0));
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_TRUE(Verify(q, 256, 9));
+  sicm_heap_report r;
+  ExpectHeapOk(a, &r);
+  EXPECT_EQ(1u, r.blocks_used);
+  sicm_free(q);
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+TEST_F(Shared, FullArenaIsEnomemAndRecovers) {
+  sicm_arena a = Create(1 << 20);
+  ASSERT_NE(nullptr, a);
+  std::vector<void *> blocks;
+  std::mt19937 rng(7);
+  void *p;
+  while ((p = sicm_arena_alloc(a, 16 + rng() % 3000)) != nullptr) blocks.push_back(p);
+  EXPECT_EQ(ENOMEM, errno);
+  sicm_heap_report r;
+  ExpectHeapOk(a, &r);
+  // Good fit on a random workload: the heap was nearly full when it failed.
+  EXPECT_GT(r.bytes_used, (size_t)(1 << 20) * 95 / 100) << r.bytes_used;
+  for (size_t i = 0; i < blocks.size(); i += 2) sicm_free(blocks[i]);
+  EXPECT_NE(nullptr, p = sicm_arena_alloc(a, 1000));
+  sicm_free(p);
+  for (size_t i = 1; i < blocks.size(); i += 2) sicm_free(blocks[i]);
+  ExpectHeapOk(a, &r);
+  EXPECT_EQ(0u, r.blocks_used);
+  EXPECT_EQ(1u, r.blocks_free);
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+// ---- attach errors ----
+
+// Writes `bytes` as a new shm object; returns false on failure.
+bool WriteObject(const std::string &name, const void *bytes, size_t len, size_t total) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return false;
+  bool ok = ftruncate(fd, (off_t)total) == 0 && pwrite(fd, bytes, len, 0) == (ssize_t)len;
+  close(fd);
+  return ok;
+}
+
+TEST_F(Shared, AttachRefusesForeignVersionLayoutAndTruncatedObjects) {
+  std::string name;
+  sicm_arena a = Create(1 << 20, &name);
+  ASSERT_NE(nullptr, a);
+  // A copy of a real header, changed field by field.
+  std::vector<char> header(16384);
+  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ((ssize_t)header.size(), pread(fd, header.data(), header.size(), 0));
+  close(fd);
+  struct Case { const char *what; size_t offset; uint32_t value; size_t total; int err; };
+  const Case cases[] = {
+      {"other version", 8, 99, 1 << 20, EPROTO},
+      {"other layout", 12, 0x12345678, 1 << 20, EPROTO},
+      {"truncated", 12, 0, 256 << 10, EBADMSG},  // value 0: unchanged, see below
+  };
+  for (const Case &c : cases) {
+    std::vector<char> h = header;
+    if (c.value) memcpy(h.data() + c.offset, &c.value, sizeof c.value);
+    std::string n = UniqueName("foreign");
+    names_.push_back(n);
+    ASSERT_TRUE(WriteObject(n, h.data(), h.size(), c.total));
+    errno = 0;
+    EXPECT_EQ(nullptr, sicm_arena_attach(n.c_str())) << c.what;
+    EXPECT_EQ(c.err, errno) << c.what << ": " << sicm_error_detail();
+  }
+  std::string junk = UniqueName("junk");
+  names_.push_back(junk);
+  ASSERT_TRUE(WriteObject(junk, "not an arena, not zero", 22, 1 << 20));
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_attach(junk.c_str()));
+  EXPECT_EQ(EPROTO, errno);
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+TEST_F(Shared, AttachToATakenAddressIsEexistAndClobbersNothing) {
+  std::string name;
+  sicm_arena a = Create(1 << 20, &name);
+  ASSERT_NE(nullptr, a);
+  void *base = sicm_arena_alloc(a, 64);
+  ASSERT_NE(nullptr, base);
+  uintptr_t page = (uintptr_t)base & ~(uintptr_t)4095;
+  ASSERT_EQ(0, sicm_arena_detach(a));
+  // Something else now lives in the arena's range.
+  auto *squatter = static_cast<int *>(mmap((void *)page, 4096, PROT_READ | PROT_WRITE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                                           -1, 0));
+  ASSERT_EQ((void *)page, (void *)squatter);
+  *squatter = 4242;
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_attach(name.c_str()));
+  EXPECT_EQ(EEXIST, errno);
+  EXPECT_NE(nullptr, strstr(sicm_error_detail(), "already uses")) << sicm_error_detail();
+  EXPECT_EQ(4242, *squatter);
+  munmap(squatter, 4096);
+  sicm_arena again = sicm_arena_attach(name.c_str());
+  ASSERT_NE(nullptr, again) << sicm_error_detail();
+  EXPECT_EQ(again, sicm_arena_lookup(base)) << "same address as before";
+  sicm_free(base);
+  ExpectHeapOk(again);
+  EXPECT_EQ(0, sicm_arena_detach(again));
+}
+
+TEST_F(Shared, AttachWaitsForACreatorThatNeverFinishesThenEagain) {
+  std::string n = UniqueName("unfinished");
+  names_.push_back(n);
+  std::vector<char> zeros(16384);
+  ASSERT_TRUE(WriteObject(n, zeros.data(), zeros.size(), 1 << 20));
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_attach(n.c_str()));
+  EXPECT_EQ(EAGAIN, errno);
+}
+
+// ---- several processes ----
+
+// Runs fn in a child that attaches `name` itself; returns its exit status.
+template <typename Fn>
+pid_t Spawn(sicm_arena inherited, const std::string &name, Fn fn) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    // Through the attach path, as an unrelated process would.
+    if (sicm_arena_detach(inherited) != 0) _exit(90);
+    sicm_arena a = sicm_arena_attach(name.c_str());
+    if (a == nullptr) _exit(91);
+    _exit(fn(a));
+  }
+  return pid;
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(Shared, MemoryFreedByOneProcessIsReusedByAnother) {
+  std::string name;
+  sicm_arena a = Create(1 << 20, &name);
+  ASSERT_NE(nullptr, a);
+  void *keep = sicm_arena_alloc(a, 100);  // below, so the freed block is not the heap's start
+  void *p = sicm_arena_alloc(a, 1000);
+  void *fence = sicm_arena_alloc(a, 100);  // keeps p from merging with the rest
+  ASSERT_TRUE(keep && p && fence);
+  pid_t child = Spawn(a, name, [p](sicm_arena) {
+    errno = 0;
+    sicm_free(p);
+    return errno == 0 ? 0 : 1;
+  });
+  errno = 0;
+  ASSERT_EQ(0, WaitExit(child));
+  EXPECT_EQ(p, sicm_arena_alloc(a, 1000)) << "the block the child freed";
+  child = Spawn(a, name, [p](sicm_arena b) {
+    sicm_free(p);
+    return sicm_arena_alloc(b, 1000) == p ? 0 : 1;
+  });
+  EXPECT_EQ(0, WaitExit(child));
+  sicm_heap_report r;
+  ExpectHeapOk(a, &r);
+  EXPECT_EQ(3u, r.blocks_used);
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+// A process's random traffic: allocations it verifies and frees itself,
+// plus blocks handed through `mailbox` to be checked and freed by others.
+struct Mailbox {
+  void *slot[64];   // a handed block starts with its seed and length
+  int stop;
+  int ready;
+  long victim_live; // blocks the victim holds, kept current by it
+};
+
+int Traffic(sicm_arena a, Mailbox *box, unsigned id, long ops, long *live_count = nullptr) {
+  std::mt19937 rng(id * 7919u + 1);
+  struct Live { void *p; size_t n; uint32_t seed; };
+  std::vector<Live> live;
+  for (long i = 0; ops < 0 ? !__atomic_load_n(&box->stop, __ATOMIC_ACQUIRE) : i < ops; i++) {
+    unsigned op = rng() % 8;
+    if (op < 4 || live.empty()) {
+      size_t n = rng() % 4 == 0 ? 1 + rng() % 40000 : 1 + rng() % 512;
+      void *p = sicm_arena_alloc(a, n);
+      if (p == nullptr) {
+        if (errno != ENOMEM) return 10;
+        continue;
+      }
+      uint32_t seed = rng();
+      Fill(p, n, seed);
+      live.push_back({p, n, seed});
+    } else if (op < 6) {
+      size_t k = rng() % live.size();
+      if (!Verify(live[k].p, live[k].n, live[k].seed)) return 11;
+      sicm_free(live[k].p);
+      live[k] = live.back();
+      live.pop_back();
+    } else if (op == 6) {  // hand a block to whoever takes it
+      size_t k = rng() % live.size();
+      unsigned s = rng() % 64;
+      if (live[k].n >= 16 && __atomic_load_n(&box->slot[s], __ATOMIC_ACQUIRE) == nullptr) {
+        uint64_t tag[2] = {live[k].seed, live[k].n};
+        memcpy(live[k].p, tag, sizeof tag);
+        Fill(static_cast<char *>(live[k].p) + 16, live[k].n - 16, live[k].seed);
+        void *expected = nullptr;
+        if (__atomic_compare_exchange_n(&box->slot[s], &expected, live[k].p, false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+          live[k] = live.back();
+          live.pop_back();
+        } else {
+          Fill(live[k].p, live[k].n, live[k].seed);  // still ours: its own pattern again
+        }
+      }
+    } else {  // take one and free it: blocks of other processes
+      unsigned s = rng() % 64;
+      void *p = __atomic_exchange_n(&box->slot[s], nullptr, __ATOMIC_ACQ_REL);
+      if (p != nullptr) {
+        uint64_t tag[2];
+        memcpy(tag, p, sizeof tag);
+        if (!Verify(static_cast<char *>(p) + 16, tag[1] - 16, (uint32_t)tag[0])) return 13;
+        sicm_free(p);
+      }
+    }
+    if (live_count) __atomic_store_n(live_count, (long)live.size(), __ATOMIC_RELEASE);
+  }
+  for (const Live &l : live) {
+    if (!Verify(l.p, l.n, l.seed)) return 12;
+    sicm_free(l.p);
+  }
+  return 0;
+}
+
+TEST_F(Shared, ForkedProcessesAllocateAndFreeConcurrently) {
+  std::string name;
+  sicm_arena a = Create(32 << 20, &name);
+  ASSERT_NE(nullptr, a);
+  auto *box = static_cast<Mailbox *>(mmap(nullptr, sizeof(Mailbox), PROT_READ | PROT_WRITE,
+                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(MAP_FAILED, (void *)box);
+  std::vector<pid_t> children;
+  for (unsigned id = 1; id <= 3; id++)
+    children.push_back(Spawn(a, name, [box, id](sicm_arena b) { return Traffic(b, box, id, 60000); }));
+  EXPECT_EQ(0, Traffic(a, box, 0, 60000));
+  for (pid_t c : children) EXPECT_EQ(0, WaitExit(c));
+  for (void *&p : box->slot)
+    if (p) sicm_free(p);
+  sicm_heap_report r;
+  ExpectHeapOk(a, &r);
+  EXPECT_EQ(0u, r.blocks_used) << "every block was freed by some process";
+  EXPECT_EQ(0u, r.repairs);
+  munmap(box, sizeof(Mailbox));
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+// ---- kill -9 ----
+
+// One trial: three processes run traffic; one of them dies by SIGKILL, from
+// outside at a random moment or from inside an update at a chosen step.
+// The survivors then verify and free all their blocks, and the heap must
+// pass the checker.  Returns the report.
+struct TrialResult { sicm_heap_report report; int survivors_ok; long victim_live; };
+
+TrialResult KillTrial(sicm_device *dev, unsigned trial, bool inside, std::mt19937 &rng) {
+  TrialResult out{};
+  std::string name = UniqueName("kill");
+  sicm_arena a = sicm_arena_create_shared(name.c_str(), 8 << 20, dev, 0);
+  if (a == nullptr) return out;
+  auto *box = static_cast<Mailbox *>(mmap(nullptr, sizeof(Mailbox), PROT_READ | PROT_WRITE,
+                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  long crash_update = rng() % 3000;
+  unsigned crash_step = rng() % 8;
+  pid_t victim = fork();
+  if (victim == 0) {
+    if (inside) sicm__shm_crash_at(crash_update, crash_step);
+    __atomic_fetch_add(&box->ready, 1, __ATOMIC_RELEASE);
+    Traffic(a, box, 100 + trial, -1, &box->victim_live);
+    _exit(inside ? 70 : 0);  // an inside victim must not get here
+  }
+  std::vector<pid_t> survivors;
+  for (unsigned id = 0; id < 2; id++) {
+    pid_t c = fork();
+    if (c == 0) {
+      __atomic_fetch_add(&box->ready, 1, __ATOMIC_RELEASE);
+      _exit(Traffic(a, box, 200 + trial * 2 + id, -1));
+    }
+    survivors.push_back(c);
+  }
+  if (victim < 0 || survivors[0] < 0 || survivors[1] < 0) {  // never kill(-1, ...)
+    ADD_FAILURE() << "fork failed";
+    return out;
+  }
+  while (__atomic_load_n(&box->ready, __ATOMIC_ACQUIRE) < 3) usleep(100);
+  if (!inside) {
+    usleep(rng() % 30000);
+    kill(victim, SIGKILL);
+  }
+  int status = 0;
+  waitpid(victim, &status, 0);
+  bool victim_killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  __atomic_store_n(&box->stop, 1, __ATOMIC_RELEASE);
+  int ok = victim_killed;
+  if (!victim_killed) ADD_FAILURE() << "trial " << trial << ": victim status 0x" << std::hex << status;
+  for (pid_t c : survivors) {
+    int code = WaitExit(c);
+    if (code != 0) ADD_FAILURE() << "trial " << trial << ": survivor exit " << code;
+    ok &= code == 0;
+  }
+  out.survivors_ok = ok;
+  for (void *&p : box->slot)
+    if (p) sicm_free(p);
+  out.victim_live = __atomic_load_n(&box->victim_live, __ATOMIC_ACQUIRE);
+  if (sicm_arena_check(a, &out.report) != 0) {
+    ADD_FAILURE() << "trial " << trial << ": " << sicm_error_detail();
+    out.survivors_ok = 0;
+  }
+  // The repaired heap still serves every byte that is not the victim's.
+  void *big = sicm_arena_alloc(a, out.report.largest_free);
+  if (big == nullptr) out.survivors_ok = 0;
+  sicm_free(big);
+  munmap(box, sizeof(Mailbox));
+  sicm_arena_detach(a);
+  sicm_arena_unlink(name.c_str());
+  return out;
+}
+
+TEST_F(Shared, HeapSurvivesKillNineAtRandomPointsIncludingMidUpdate) {
+  const unsigned trials = 120;
+  std::mt19937 rng(20261123);
+  unsigned repaired = 0, undone = 0, inside_trials = 0;
+  for (unsigned t = 0; t < trials; t++) {
+    bool inside = t % 2 == 0;
+    TrialResult r = KillTrial(dev_, t, inside, rng);
+    ASSERT_TRUE(r.survivors_ok) << "trial " << t << (inside ? " (inside)" : " (outside)");
+    // Only the victim's blocks remain (give or take the one it was
+    // allocating, freeing or taking from the mailbox when it died).
+    EXPECT_LE((long)r.report.blocks_used, r.victim_live + 1) << "trial " << t;
+    EXPECT_GE((long)r.report.blocks_used, r.victim_live - 1) << "trial " << t;
+    repaired += r.report.repairs > 0;
+    undone += r.report.updates_undone > 0;
+    if (inside) {
+      inside_trials++;
+      EXPECT_EQ(1u, r.report.repairs) << "a victim inside an update held the lock";
+    }
+  }
+  printf("kill -9: %u trials, %u died inside an update; %u heaps repaired, %u with an update "
+         "undone\n", trials, inside_trials, repaired, undone);
+  EXPECT_GE(repaired, inside_trials);
+  EXPECT_GT(undone, inside_trials / 2);
+}
+
+}  // namespace
