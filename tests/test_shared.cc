@@ -12,6 +12,7 @@
 
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sicm_test.h"
@@ -464,6 +465,27 @@ TEST_F(Shared, ForkedProcessesAllocateAndFreeConcurrently) {
   ExpectHeapOk(a, &r);
   EXPECT_EQ(0u, r.blocks_used) << "every block was freed by some process";
   EXPECT_EQ(0u, r.repairs);
+  munmap(box, sizeof(Mailbox));
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+TEST_F(Shared, ThreadsOfOneProcessShareTheHeap) {
+  sicm_arena a = Create(16 << 20);
+  ASSERT_NE(nullptr, a);
+  auto *box = static_cast<Mailbox *>(mmap(nullptr, sizeof(Mailbox), PROT_READ | PROT_WRITE,
+                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(MAP_FAILED, (void *)box);
+  int results[3] = {-1, -1, -1};
+  std::vector<std::thread> threads;
+  for (unsigned id = 0; id < 3; id++)
+    threads.emplace_back([&, id] { results[id] = Traffic(a, box, 50 + id, 20000); });
+  for (std::thread &t : threads) t.join();
+  for (int r : results) EXPECT_EQ(0, r);
+  for (void *&p : box->slot)
+    if (p) sicm_free(p);
+  sicm_heap_report r;
+  ExpectHeapOk(a, &r);
+  EXPECT_EQ(0u, r.blocks_used);
   munmap(box, sizeof(Mailbox));
   EXPECT_EQ(0, sicm_arena_detach(a));
 }
