@@ -440,15 +440,19 @@ int sicm_migration_wait(sicm_migration *m, sicm_migration_report *report);
  * "/." or "/.."; the object appears as /dev/shm/<name>. */
 
 /* Create the shared arena `name` of `size` bytes (rounded up to the page
- * size; about 4 KiB of it hold the heap's header) with every page on `dev`,
+ * size; 12 KiB of it hold the heap's header, and each block has 16 bytes of
+ * header) with every page on `dev` (strict binding),
  * and attach it.  `mode` gives the object's permissions (0: 0600).  The
  * address is the middle of the largest free range of this process's address
  * space, aligned to 16 GiB; attachers map the arena there.
  * Returns the arena, or NULL with errno
  *   EPERM   library not initialized;
  *   EINVAL  bad name, size below 64 KiB or above 64 TiB, mode beyond 0777,
- *           dev NULL, not from sicm_devices(), or a hugetlb device;
+ *           dev NULL or not from sicm_devices();
+ *   ENOTSUP dev is a hugetlb device;
  *   EEXIST  a shared arena of that name exists already;
+ *   ENOSPC  /dev/shm (a tmpfs, whose pages the arena gets as they are
+ *           first touched) has less free space than `size`;
  *   ENOMEM  no free address range of that size, or out of memory;
  *   EACCES  permission denied by /dev/shm;
  *   EAGAIN  every arena slot is in use;

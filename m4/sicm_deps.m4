@@ -6,11 +6,12 @@ AC_DEFUN([SICM_REQUIRE_PKG], [
     [AC_MSG_ERROR([$2 not found (pkg-config). On Debian/Ubuntu: apt-get install $3])])
 ])
 
-# SICM_OPTIONAL_PKG(VARIABLE, MODULES, DEBIAN-PACKAGE): sets HAVE_<VARIABLE> conditional.
+# SICM_OPTIONAL_PKG(VARIABLE, MODULES, DEBIAN-PACKAGES, WHAT-IS-DISABLED):
+# sets the HAVE_<VARIABLE> conditional.
 AC_DEFUN([SICM_OPTIONAL_PKG], [
   PKG_CHECK_MODULES([$1], [$2], [sicm_have_$1=yes],
     [sicm_have_$1=no
-     AC_MSG_WARN([$2 not found: 'make bench' is disabled. On Debian/Ubuntu: apt-get install $3])])
+     AC_MSG_WARN([$2 not found: $4 is disabled. On Debian/Ubuntu: apt-get install $3])])
   AM_CONDITIONAL([HAVE_$1], [test "x$sicm_have_$1" = xyes])
 ])
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -141,6 +142,12 @@ sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *
   if (mode > 0777)
     return sicm_fail_null(EINVAL, "mode 0%o is not a permission mode", mode);
   size = round_up(size, (uintptr_t)sysconf(_SC_PAGESIZE));
+  /* Pages come from /dev/shm when first touched; one it cannot supply
+   * would be SIGBUS in whichever process touches it. */
+  struct statvfs fs;
+  if (statvfs("/dev/shm", &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < size)
+    return sicm_fail_null(ENOSPC, "/dev/shm has %llu bytes free, fewer than the %zu the arena "
+                                  "may use", (unsigned long long)fs.f_bavail * fs.f_frsize, size);
   uintptr_t base = address_choose(size);
   if (base == 0)
     return sicm_fail_null(ENOMEM, "no free address range of %zu bytes", size);

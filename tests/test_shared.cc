@@ -101,6 +101,9 @@ TEST_F(Shared, BadNamesSizesAndModesAreEinval) {
   EXPECT_EQ(EINVAL, errno);
   EXPECT_EQ(nullptr, sicm_arena_create_shared(name.c_str(), 1 << 20, nullptr, 0));
   EXPECT_EQ(EINVAL, errno);
+  EXPECT_EQ(nullptr, sicm_arena_create_shared(name.c_str(), (size_t)32 << 40, dev_, 0))
+      << "more than /dev/shm holds";
+  EXPECT_EQ(ENOSPC, errno);
   // Nothing was left behind by the failures.
   EXPECT_EQ(nullptr, sicm_arena_attach(name.c_str()));
   EXPECT_EQ(ENOENT, errno);
