@@ -46,7 +46,8 @@ int sicm_init(void);
  * sicm_device pointer becomes invalid.  Returns 0, or -1 with errno
  *   EPERM  the library is not initialized;
  *   EBUSY  this is the last reference and arenas created with
- *          sicm_arena_create*() are still live (nothing is released). */
+ *          sicm_arena_create*() or attached are still live (nothing is
+ *          released). */
 int sicm_fini(void);
 
 /* A description of the last failure of a sicm function on this thread
