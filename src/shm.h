@@ -57,26 +57,26 @@ typedef struct shm_header {
   uint64_t heap_end;    /* offset of the sentinel block (size 0, in use) */
   int32_t creator_pid;
   char name[SHM_NAME_MAX + 1];
-  pthread_mutex_t lock; /* process-shared, robust */
+  uint64_t repairs, updates_undone;
 
   /* Placement, changed by migrations under the lock. */
   int32_t policy;
   uint32_t nnodes;
   int32_t nodes[SICM_ARENA_DEVICES_MAX];
 
+  /* What every allocation and free touches, packed into few cache lines:
+   * under contention each line moves between CPUs once per operation. */
+  pthread_mutex_t lock __attribute__((aligned(64))); /* process-shared, robust */
   /* The header words of the update in progress and their old values; the
    * count is published before the first word changes and cleared after the
    * last, so a dead process's update is undone exactly. */
   uint64_t journal_count;
-  shm_journal_entry journal[SHM_JOURNAL_MAX];
-
   /* Derived from the blocks. */
+  uint64_t blocks_used, bytes_used, blocks_free, bytes_free;
+  shm_journal_entry journal[SHM_JOURNAL_MAX];
   uint64_t fl_bitmap;
   uint32_t sl_bitmap[SHM_FL_COUNT];
   uint64_t free_head[SHM_FL_COUNT][SHM_SL_COUNT];
-  uint64_t blocks_used, bytes_used, blocks_free, bytes_free;
-
-  uint64_t repairs, updates_undone;
 } shm_header;
 
 /* What a mismatched library must refuse: sizes and constants of the layout. */
