@@ -209,6 +209,9 @@ static int header_read(int fd, const char *name, shm_header *h, struct stat *st)
       return sicm_fail(errno, "cannot read shared arena %s: %s", name, strerror(errno));
     if (h->magic == SHM_MAGIC && (size_t)got == sizeof *h)
       break;
+    if (h->magic == SHM_MAGIC)
+      return sicm_fail(EBADMSG, "%s is truncated: %lld bytes, shorter than its header", name,
+                       (long long)st->st_size);
     if (h->magic != 0 && h->magic != SHM_MAGIC)
       return sicm_fail(EPROTO, "%s is not a libsicm shared arena", name);
     if (waited_ms >= 2000)
@@ -313,29 +316,43 @@ int sicm_arena_check(sicm_arena sa, sicm_heap_report *report) {
 
 /* ---- what the arena calls need ---- */
 
-void shm_segment_map_resident(sicm_arena_rec *rec) {
+/* Calls fn(base, npages) for each run of pages of the segment that are in
+ * memory (mincore: the object's pages, whoever touched them); returns the
+ * pages in memory, or -1. */
+static long resident_runs(shm_header *h, void (*fn)(char *, size_t)) {
   enum { STEP = 1 << 18 }; /* pages per mincore call: 1 GiB */
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), npages = rec->shm->size / page;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), npages = h->size / page;
   unsigned char *vec = malloc(STEP);
-  if (vec == NULL)
-    return;
-  char *base = (char *)rec->shm;
-  for (size_t first = 0; first < npages; first += STEP) {
+  long total = 0;
+  char *base = (char *)h;
+  for (size_t first = 0; vec != NULL && first < npages; first += STEP) {
     size_t n = npages - first < STEP ? npages - first : STEP;
-    if (mincore(base + first * page, n * page, vec) != 0)
+    if (mincore(base + first * page, n * page, vec) != 0) {
+      total = -1;
       break;
+    }
     for (size_t i = 0; i < n;) {
       size_t run = 0;
       while (i + run < n && (vec[i + run] & 1))
         run++;
-      if (run > 0 && madvise(base + (first + i) * page, run * page, MADV_POPULATE_READ) != 0)
-        for (size_t k = 0; k < run; k++) /* kernels before 5.14 */
-          (void)*(volatile char *)(base + (first + i + k) * page);
+      if (run > 0 && fn != NULL)
+        fn(base + (first + i) * page, run);
+      total += (long)run;
       i += run ? run : 1;
     }
   }
   free(vec);
+  return vec == NULL ? -1 : total;
 }
+
+static void populate(char *base, size_t npages) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (madvise(base, npages * page, MADV_POPULATE_READ) != 0)
+    for (size_t k = 0; k < npages; k++) /* kernels before 5.14 */
+      (void)*(volatile char *)(base + k * page);
+}
+
+void shm_segment_map_resident(sicm_arena_rec *rec) { resident_runs(rec->shm, populate); }
 
 void shm_segment_set_binding(sicm_arena_rec *rec, const sicm_binding *b) {
   if (shm_lock(rec->shm) != 0)
@@ -357,22 +374,16 @@ void shm_segment_get_binding(sicm_arena_rec *rec) {
 
 int shm_segment_stats(sicm_arena_rec *rec, sicm_arena_stats *out) {
   shm_header *h = rec->shm;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), npages = h->size / page, resident = 0;
-  unsigned char *vec = malloc(npages);
-  if (vec == NULL || mincore(h, h->size, vec) != 0) {
-    free(vec);
+  long resident = resident_runs(h, NULL);
+  if (resident < 0)
     return sicm_fail(EIO, "mincore failed on the shared arena");
-  }
-  for (size_t i = 0; i < npages; i++)
-    resident += vec[i] & 1;
-  free(vec);
   int err = shm_lock(h);
   if (err != 0)
     return sicm_fail(err, "the shared arena's lock: %s", strerror(err));
   out->allocated = h->bytes_used - h->blocks_used * SHM_BLOCK_HEADER;
   out->active = h->header_size + h->bytes_used;
   shm_unlock(h);
-  out->resident = resident * page;
+  out->resident = (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
   out->mapped = out->held = out->maxsize = h->size;
   return 0;
 }

@@ -257,6 +257,7 @@ TEST_F(Shared, FullArenaIsEnomemAndRecovers) {
 bool WriteObject(const std::string &name, const void *bytes, size_t len, size_t total) {
   int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0) return false;
+  if (len > total) len = total;
   bool ok = ftruncate(fd, (off_t)total) == 0 && pwrite(fd, bytes, len, 0) == (ssize_t)len;
   close(fd);
   return ok;
@@ -276,7 +277,8 @@ TEST_F(Shared, AttachRefusesForeignVersionLayoutAndTruncatedObjects) {
   const Case cases[] = {
       {"other version", 8, 99, 1 << 20, EPROTO},
       {"other layout", 12, 0x12345678, 1 << 20, EPROTO},
-      {"truncated", 12, 0, 256 << 10, EBADMSG},  // value 0: unchanged, see below
+      {"truncated", 12, 0, 256 << 10, EBADMSG},  // value 0: header unchanged
+      {"shorter than its header", 12, 0, 4096, EBADMSG},
   };
   for (const Case &c : cases) {
     std::vector<char> h = header;
