@@ -1,6 +1,6 @@
 // test_shared.cc: shared arenas on this machine — names, attach errors, the
-// heap's calls and invariants, processes sharing one heap, and kill -9 at
-// random points (placement and migration are checked in the guest).
+// heap's calls and invariants, processes and threads sharing one heap
+// (crashes: test_shared_crash.cc; placement and migration: the guest).
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,17 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "sicm_test.h"
-
-extern "C" void sicm__shm_crash_at(long update, unsigned step);
+#include "shared_test.h"
 
 namespace {
 
-std::string UniqueName(const char *what) {
-  static int counter;
-  return "/sicm-test-" + std::string(what) + "-" + std::to_string(getpid()) + "-" +
-         std::to_string(counter++);
-}
+using namespace shared_test;
 
 class Shared : public ::testing::Test {
  protected:
@@ -54,18 +48,6 @@ class Shared : public ::testing::Test {
   sicm_device *dev_ = nullptr;
   std::vector<std::string> names_;
 };
-
-// Fills a block with a pattern derived from seed; Verify checks it.
-void Fill(void *p, size_t n, uint32_t seed) {
-  auto *b = static_cast<unsigned char *>(p);
-  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(seed * 2654435761u + i * 7);
-}
-bool Verify(const void *p, size_t n, uint32_t seed) {
-  auto *b = static_cast<const unsigned char *>(p);
-  for (size_t i = 0; i < n; i++)
-    if (b[i] != (unsigned char)(seed * 2654435761u + i * 7)) return false;
-  return true;
-}
 
 TEST(SharedUninitialized, CreateAndAttachFailWithEperm) {
   errno = 0;
@@ -375,12 +357,6 @@ pid_t Spawn(sicm_arena inherited, const std::string &name, Fn fn) {
   return pid;
 }
 
-int WaitExit(pid_t pid) {
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 TEST_F(Shared, MemoryFreedByOneProcessIsReusedByAnother) {
   std::string name;
   sicm_arena a = Create(1 << 20, &name);
@@ -406,72 +382,6 @@ TEST_F(Shared, MemoryFreedByOneProcessIsReusedByAnother) {
   ExpectHeapOk(a, &r);
   EXPECT_EQ(3u, r.blocks_used);
   EXPECT_EQ(0, sicm_arena_detach(a));
-}
-
-// A process's random traffic: allocations it verifies and frees itself,
-// plus blocks handed through `mailbox` to be checked and freed by others.
-struct Mailbox {
-  void *slot[64];   // a handed block starts with its seed and length
-  int stop;
-  int ready;
-  long victim_live; // blocks the victim holds, kept current by it
-};
-
-int Traffic(sicm_arena a, Mailbox *box, unsigned id, long ops, long *live_count = nullptr) {
-  std::mt19937 rng(id * 7919u + 1);
-  struct Live { void *p; size_t n; uint32_t seed; };
-  std::vector<Live> live;
-  for (long i = 0; ops < 0 ? !__atomic_load_n(&box->stop, __ATOMIC_ACQUIRE) : i < ops; i++) {
-    unsigned op = rng() % 8;
-    if (op < 4 || live.empty()) {
-      size_t n = rng() % 4 == 0 ? 1 + rng() % 40000 : 1 + rng() % 512;
-      void *p = sicm_arena_alloc(a, n);
-      if (p == nullptr) {
-        if (errno != ENOMEM) return 10;
-        continue;
-      }
-      uint32_t seed = rng();
-      Fill(p, n, seed);
-      live.push_back({p, n, seed});
-    } else if (op < 6) {
-      size_t k = rng() % live.size();
-      if (!Verify(live[k].p, live[k].n, live[k].seed)) return 11;
-      sicm_free(live[k].p);
-      live[k] = live.back();
-      live.pop_back();
-    } else if (op == 6) {  // hand a block to whoever takes it
-      size_t k = rng() % live.size();
-      unsigned s = rng() % 64;
-      if (live[k].n >= 16 && __atomic_load_n(&box->slot[s], __ATOMIC_ACQUIRE) == nullptr) {
-        uint64_t tag[2] = {live[k].seed, live[k].n};
-        memcpy(live[k].p, tag, sizeof tag);
-        Fill(static_cast<char *>(live[k].p) + 16, live[k].n - 16, live[k].seed);
-        void *expected = nullptr;
-        if (__atomic_compare_exchange_n(&box->slot[s], &expected, live[k].p, false,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-          live[k] = live.back();
-          live.pop_back();
-        } else {
-          Fill(live[k].p, live[k].n, live[k].seed);  // still ours: its own pattern again
-        }
-      }
-    } else {  // take one and free it: blocks of other processes
-      unsigned s = rng() % 64;
-      void *p = __atomic_exchange_n(&box->slot[s], nullptr, __ATOMIC_ACQ_REL);
-      if (p != nullptr) {
-        uint64_t tag[2];
-        memcpy(tag, p, sizeof tag);
-        if (!Verify(static_cast<char *>(p) + 16, tag[1] - 16, (uint32_t)tag[0])) return 13;
-        sicm_free(p);
-      }
-    }
-    if (live_count) __atomic_store_n(live_count, (long)live.size(), __ATOMIC_RELEASE);
-  }
-  for (const Live &l : live) {
-    if (!Verify(l.p, l.n, l.seed)) return 12;
-    sicm_free(l.p);
-  }
-  return 0;
 }
 
 TEST_F(Shared, ForkedProcessesAllocateAndFreeConcurrently) {
@@ -515,102 +425,6 @@ TEST_F(Shared, ThreadsOfOneProcessShareTheHeap) {
   EXPECT_EQ(0u, r.blocks_used);
   munmap(box, sizeof(Mailbox));
   EXPECT_EQ(0, sicm_arena_detach(a));
-}
-
-// ---- kill -9 ----
-
-// One trial: three processes run traffic; one of them dies by SIGKILL, from
-// outside at a random moment or from inside an update at a chosen step.
-// The survivors then verify and free all their blocks, and the heap must
-// pass the checker.  Returns the report.
-struct TrialResult { sicm_heap_report report; int survivors_ok; long victim_live; };
-
-TrialResult KillTrial(sicm_device *dev, unsigned trial, bool inside, std::mt19937 &rng) {
-  TrialResult out{};
-  std::string name = UniqueName("kill");
-  sicm_arena a = sicm_arena_create_shared(name.c_str(), 8 << 20, dev, 0);
-  if (a == nullptr) return out;
-  auto *box = static_cast<Mailbox *>(mmap(nullptr, sizeof(Mailbox), PROT_READ | PROT_WRITE,
-                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  long crash_update = rng() % 3000;
-  unsigned crash_step = rng() % 8;
-  pid_t victim = fork();
-  if (victim == 0) {
-    if (inside) sicm__shm_crash_at(crash_update, crash_step);
-    __atomic_fetch_add(&box->ready, 1, __ATOMIC_RELEASE);
-    Traffic(a, box, 100 + trial, -1, &box->victim_live);
-    _exit(inside ? 70 : 0);  // an inside victim must not get here
-  }
-  std::vector<pid_t> survivors;
-  for (unsigned id = 0; id < 2; id++) {
-    pid_t c = fork();
-    if (c == 0) {
-      __atomic_fetch_add(&box->ready, 1, __ATOMIC_RELEASE);
-      _exit(Traffic(a, box, 200 + trial * 2 + id, -1));
-    }
-    survivors.push_back(c);
-  }
-  if (victim < 0 || survivors[0] < 0 || survivors[1] < 0) {  // never kill(-1, ...)
-    ADD_FAILURE() << "fork failed";
-    return out;
-  }
-  while (__atomic_load_n(&box->ready, __ATOMIC_ACQUIRE) < 3) usleep(100);
-  if (!inside) {
-    usleep(rng() % 30000);
-    kill(victim, SIGKILL);
-  }
-  int status = 0;
-  waitpid(victim, &status, 0);
-  bool victim_killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
-  __atomic_store_n(&box->stop, 1, __ATOMIC_RELEASE);
-  int ok = victim_killed;
-  if (!victim_killed) ADD_FAILURE() << "trial " << trial << ": victim status 0x" << std::hex << status;
-  for (pid_t c : survivors) {
-    int code = WaitExit(c);
-    if (code != 0) ADD_FAILURE() << "trial " << trial << ": survivor exit " << code;
-    ok &= code == 0;
-  }
-  out.survivors_ok = ok;
-  for (void *&p : box->slot)
-    if (p) sicm_free(p);
-  out.victim_live = __atomic_load_n(&box->victim_live, __ATOMIC_ACQUIRE);
-  if (sicm_arena_check(a, &out.report) != 0) {
-    ADD_FAILURE() << "trial " << trial << ": " << sicm_error_detail();
-    out.survivors_ok = 0;
-  }
-  // The repaired heap still serves every byte that is not the victim's.
-  void *big = sicm_arena_alloc(a, out.report.largest_free);
-  if (big == nullptr) out.survivors_ok = 0;
-  sicm_free(big);
-  munmap(box, sizeof(Mailbox));
-  sicm_arena_detach(a);
-  sicm_arena_unlink(name.c_str());
-  return out;
-}
-
-TEST_F(Shared, HeapSurvivesKillNineAtRandomPointsIncludingMidUpdate) {
-  const unsigned trials = 120;
-  std::mt19937 rng(20261123);
-  unsigned repaired = 0, undone = 0, inside_trials = 0;
-  for (unsigned t = 0; t < trials; t++) {
-    bool inside = t % 2 == 0;
-    TrialResult r = KillTrial(dev_, t, inside, rng);
-    ASSERT_TRUE(r.survivors_ok) << "trial " << t << (inside ? " (inside)" : " (outside)");
-    // Only the victim's blocks remain (give or take the one it was
-    // allocating, freeing or taking from the mailbox when it died).
-    EXPECT_LE((long)r.report.blocks_used, r.victim_live + 1) << "trial " << t;
-    EXPECT_GE((long)r.report.blocks_used, r.victim_live - 1) << "trial " << t;
-    repaired += r.report.repairs > 0;
-    undone += r.report.updates_undone > 0;
-    if (inside) {
-      inside_trials++;
-      EXPECT_EQ(1u, r.report.repairs) << "a victim inside an update held the lock";
-    }
-  }
-  printf("kill -9: %u trials, %u died inside an update; %u heaps repaired, %u with an update "
-         "undone\n", trials, inside_trials, repaired, undone);
-  EXPECT_GE(repaired, inside_trials);
-  EXPECT_GT(undone, inside_trials / 2);
 }
 
 }  // namespace
