@@ -129,8 +129,6 @@ void shm_segment_map_resident(sicm_arena_rec *rec);
 void shm_segment_set_binding(sicm_arena_rec *rec, const sicm_binding *b);
 /* Refreshes rec->binding from the header (another process may have moved it). */
 void shm_segment_get_binding(sicm_arena_rec *rec);
-/* Unmaps the segment from this process (destroy and detach). */
-void shm_segment_unmap(sicm_arena_rec *rec);
 int shm_segment_stats(sicm_arena_rec *rec, sicm_arena_stats *out);
 
 #endif /* SICM_SHM_H */
