@@ -371,6 +371,8 @@ typedef struct sicm_migration_report {
  *   ENOMEM  the target lacks free memory for the arena's pages;
  *   EIO     some pages could not be moved (pinned or busy);
  *   EPERM   pages mapped by several processes need CAP_SYS_NICE.
+ * Migrations of one shared arena are serialized across every process
+ * attached to it; the last one decides where its pages are.
  * sicm_error_detail() says why; sicm_arena_last_migration() gives numbers. */
 int sicm_arena_set_device(sicm_arena sa, sicm_device *dev);
 

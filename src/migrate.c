@@ -326,6 +326,13 @@ static int migrate_locked(sicm_arena_rec *rec, const sicm_binding *to, const int
    * mapped here to be seen at all. */
   int move_flag = rec->shm ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE;
   if (rec->shm != NULL) {
+    /* Two processes moving the arena at once would leave its pages split
+     * between their targets and the header naming one of them. */
+    int err = shm_migrate_lock(rec->shm);
+    if (err != 0) {
+      report->error = err;
+      return err;
+    }
     shm_segment_get_binding(rec);
     shm_segment_map_resident(rec);
   }
@@ -358,6 +365,8 @@ static int migrate_locked(sicm_arena_rec *rec, const sicm_binding *to, const int
   } else if (rec->shm != NULL) {
     shm_segment_set_binding(rec, to);
   }
+  if (rec->shm != NULL)
+    shm_migrate_unlock(rec->shm);
   report->error = err;
   report->nanoseconds = now_ns() - start;
   rec->last_migration = *report;

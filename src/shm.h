@@ -59,7 +59,10 @@ typedef struct shm_header {
   char name[SHM_NAME_MAX + 1];
   uint64_t repairs, updates_undone;
 
-  /* Placement, changed by migrations under the lock. */
+  /* Placement: one migration at a time across all processes, under
+   * migrate_lock (robust, process-shared); the binding is written at its
+   * end under the heap lock. */
+  pthread_mutex_t migrate_lock;
   int32_t policy;
   uint32_t nnodes;
   int32_t nodes[SICM_ARENA_DEVICES_MAX];
@@ -97,6 +100,11 @@ int shm_heap_format(shm_header *h, size_t size);
 /* Takes the heap lock, repairing the heap if its holder died; 0 or an errno. */
 int shm_lock(shm_header *h);
 void shm_unlock(shm_header *h);
+/* Takes migrate_lock.  A migrator that died leaves pages possibly on two
+ * devices, which the next migration moves anyway: nothing to repair.
+ * 0 or an errno. */
+int shm_migrate_lock(shm_header *h);
+void shm_migrate_unlock(shm_header *h);
 /* The class (first level, second level) of a block size. */
 void shm_class_of(uint64_t size, unsigned *fl, unsigned *sl);
 void shm_list_insert(shm_header *h, shm_block *b);

@@ -37,7 +37,8 @@ uint32_t shm_layout_signature(void) {
       sizeof(shm_header),      sizeof(shm_block),         sizeof(pthread_mutex_t),
       SHM_ALIGN,               SHM_SL_LOG,                SHM_FL_COUNT,
       SHM_JOURNAL_MAX,         SICM_ARENA_DEVICES_MAX,    offsetof(shm_header, lock),
-      offsetof(shm_header, journal), offsetof(shm_header, free_head)};
+      offsetof(shm_header, journal), offsetof(shm_header, free_head),
+      offsetof(shm_header, migrate_lock)};
   uint32_t hash = 2166136261u; /* FNV-1a */
   const unsigned char *bytes = (const unsigned char *)parts;
   for (size_t i = 0; i < sizeof parts; i++)
@@ -213,7 +214,16 @@ int shm_lock(shm_header *h) {
 
 void shm_unlock(shm_header *h) { pthread_mutex_unlock(&h->lock); }
 
-int shm_heap_format(shm_header *h, size_t size) {
+int shm_migrate_lock(shm_header *h) {
+  int rc = lock_slow(&h->migrate_lock);
+  if (rc == EOWNERDEAD)
+    rc = pthread_mutex_consistent(&h->migrate_lock);
+  return rc;
+}
+
+void shm_migrate_unlock(shm_header *h) { pthread_mutex_unlock(&h->migrate_lock); }
+
+static int robust_mutex_init(pthread_mutex_t *mutex) {
   pthread_mutexattr_t attr;
   if (pthread_mutexattr_init(&attr) != 0)
     return ENOMEM;
@@ -221,8 +231,15 @@ int shm_heap_format(shm_header *h, size_t size) {
   if (rc == 0)
     rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
   if (rc == 0)
-    rc = pthread_mutex_init(&h->lock, &attr);
+    rc = pthread_mutex_init(mutex, &attr);
   pthread_mutexattr_destroy(&attr);
+  return rc;
+}
+
+int shm_heap_format(shm_header *h, size_t size) {
+  int rc = robust_mutex_init(&h->lock);
+  if (rc == 0)
+    rc = robust_mutex_init(&h->migrate_lock);
   if (rc != 0)
     return rc;
   h->header_size = (sizeof *h + 4095) & ~(uint64_t)4095;

@@ -1,6 +1,7 @@
 // test_shared_crash.cc: a shared heap after kill -9 at random points,
 // including inside an update with the lock held: repaired by the next
-// locker, consistent by the checker, every survivor's data intact.
+// locker, consistent by the checker, every survivor's data intact; and a
+// migration lock left by a killed mover.
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -109,6 +110,55 @@ TEST(SharedCrash, HeapSurvivesKillNineAtRandomPointsIncludingMidUpdate) {
          "undone\n", trials, inside_trials, repaired, undone);
   EXPECT_GE(repaired, inside_trials);
   EXPECT_GT(undone, inside_trials / 2);
+}
+
+// A process killed while it moves a shared arena holds the arena's
+// migration lock; the next migration, from any process, must still run.
+TEST(SharedCrash, MigrationByAKilledProcessDoesNotBlockTheNext) {
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  sicm_device *dev = sicm_device_of_node(sicm_node_self(), 0);
+  ASSERT_NE(nullptr, dev);
+  std::string name = UniqueName("kill-migrate");
+  sicm_arena a = sicm_arena_create_shared(name.c_str(), 32 << 20, dev, 0);
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  void *data = sicm_arena_alloc(a, 16 << 20);
+  ASSERT_NE(nullptr, data);
+  Fill(data, 16 << 20, 9);
+  auto *count = static_cast<long *>(mmap(nullptr, 2 * sizeof(long), PROT_READ | PROT_WRITE,
+                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(MAP_FAILED, count);
+  std::mt19937 rng(7);
+  const unsigned trials = 20;
+  unsigned killed_inside = 0;
+  for (unsigned t = 0; t < trials; t++) {
+    count[0] = count[1] = 0;  // migrations begun, ended
+    pid_t mover = fork();
+    if (mover == 0) {
+      for (;;) {
+        __atomic_fetch_add(&count[0], 1, __ATOMIC_SEQ_CST);
+        if (sicm_arena_set_device(a, dev) != 0) _exit(1);
+        __atomic_fetch_add(&count[1], 1, __ATOMIC_SEQ_CST);
+      }
+    }
+    ASSERT_GT(mover, 0);
+    int status = 0;
+    while (__atomic_load_n(&count[1], __ATOMIC_SEQ_CST) < 1 && waitpid(mover, &status, WNOHANG) == 0)
+      usleep(100);
+    ASSERT_EQ(0, status) << "trial " << t << ": the mover failed before its first migration";
+    usleep(rng() % 5000);
+    kill(mover, SIGKILL);
+    ASSERT_EQ(128 + SIGKILL, WaitExit(mover)) << "trial " << t;
+    killed_inside += count[0] != count[1];
+    ASSERT_EQ(0, sicm_arena_set_device(a, dev)) << "trial " << t << ": " << sicm_error_detail();
+  }
+  printf("%u of %u movers killed inside a migration\n", killed_inside, trials);
+  EXPECT_GT(killed_inside, 0u) << "no kill landed inside a migration: the test proved nothing";
+  EXPECT_TRUE(Verify(data, 16 << 20, 9));
+  EXPECT_EQ(0, sicm_arena_check(a, nullptr)) << sicm_error_detail();
+  munmap(count, 2 * sizeof(long));
+  EXPECT_EQ(0, sicm_arena_detach(a));
+  EXPECT_EQ(0, sicm_arena_unlink(name.c_str()));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // numa_shared.cc (runs in the multi-NUMA guest): a shared arena's pages are
 // on its device whichever process touched them, and migrating it moves the
 // pages every attached process maps (MPOL_MF_MOVE_ALL) — or, without
-// CAP_SYS_NICE, fails with EPERM and moves nothing.  Checked with move_pages
-// in each process.
+// CAP_SYS_NICE, fails with EPERM and moves nothing; two processes moving it
+// at once are serialized.  Checked with move_pages in each process.
 #include <errno.h>
 #include <linux/capability.h>
 #include <numaif.h>
@@ -157,6 +157,49 @@ TEST_F(SharedNuma, MigrationMovesThePagesOfEveryAttachedProcess) {
   ASSERT_EQ(1, write(go[1], &c, 1));
   EXPECT_EQ(0, WaitExit(child));
   EXPECT_TRUE(Intact(mine, kBlock, 3));
+  EXPECT_EQ(0, sicm_arena_check(a, nullptr)) << sicm_error_detail();
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+// Two ranks move the arena at the same moment, to different devices, five
+// times: each migration succeeds, and after each round every page is on the
+// device the arena records, as every process sees it.
+TEST_F(SharedNuma, ConcurrentMigrationsFromTwoProcessesEndOnTheRecordedDevice) {
+  sicm_arena a = Create(2);
+  ASSERT_NE(nullptr, a);
+  auto *mine = static_cast<unsigned char *>(sicm_arena_alloc(a, 2 * kBlock));
+  ASSERT_NE(nullptr, mine);
+  Fill(mine, 2 * kBlock, 6);
+  const int kRounds = 5;
+  int go[2], done[2];
+  ASSERT_EQ(0, pipe(go));
+  ASSERT_EQ(0, pipe(done));
+  pid_t child = fork();
+  if (child == 0) {
+    sicm_arena b = AttachInChild(a);
+    if (!Intact(mine, 2 * kBlock, 6)) _exit(10);  // maps every page here too
+    for (int round = 0; round < kRounds; round++) {
+      char c;
+      if (read(go[0], &c, 1) != 1) _exit(11);
+      if (sicm_arena_set_device(b, sicm_device_of_node(round % 2 ? 3 : 2, 0)) != 0) _exit(12);
+      if (write(done[1], &c, 1) != 1) _exit(13);
+    }
+    _exit(Intact(mine, 2 * kBlock, 6) ? 0 : 14);
+  }
+  for (int round = 0; round < kRounds; round++) {
+    char c = 0;
+    ASSERT_EQ(1, write(go[1], &c, 1));
+    EXPECT_EQ(0, sicm_arena_set_device(a, sicm_device_of_node(round % 2 ? 2 : 3, 0)))
+        << "round " << round << ": " << sicm_error_detail();
+    ASSERT_EQ(1, read(done[0], &c, 1));
+    sicm_device *dev = sicm_arena_get_device(a);
+    ASSERT_NE(nullptr, dev);
+    EXPECT_TRUE(dev->node == 2 || dev->node == 3);
+    EXPECT_EQ(0u, PagesNotOn(mine, 2 * kBlock, dev->node)) << "round " << round;
+    EXPECT_EQ(0u, BytesOff(a, dev->node)) << "round " << round;
+  }
+  EXPECT_EQ(0, WaitExit(child));
+  EXPECT_TRUE(Intact(mine, 2 * kBlock, 6));
   EXPECT_EQ(0, sicm_arena_check(a, nullptr)) << sicm_error_detail();
   EXPECT_EQ(0, sicm_arena_detach(a));
 }
