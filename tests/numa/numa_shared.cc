@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "../sicm_test.h"
+#include "../shared_test.h"
 
 namespace {
+
+using namespace shared_test;
 
 const size_t kPage = (size_t)sysconf(_SC_PAGESIZE);
 const size_t kBlock = 8 << 20;
@@ -33,21 +35,6 @@ size_t PagesNotOn(const void *p, size_t len, int node) {
   return wrong;
 }
 
-void Fill(unsigned char *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(seed + i * 13);
-}
-bool Intact(const unsigned char *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++)
-    if (p[i] != (unsigned char)(seed + i * 13)) return false;
-  return true;
-}
-
-int WaitExit(pid_t pid) {
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 class SharedNuma : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(init_.ok()); }
@@ -58,6 +45,13 @@ class SharedNuma : public ::testing::Test {
                                             sicm_device_of_node(node, 0), 0);
     EXPECT_NE(nullptr, a) << sicm_error_detail();
     return a;
+  }
+  // A new block of n bytes filled from seed; nullptr (and a failure) if none.
+  unsigned char *FilledBlock(sicm_arena a, size_t n, unsigned seed) {
+    auto *p = static_cast<unsigned char *>(sicm_arena_alloc(a, n));
+    EXPECT_NE(nullptr, p) << sicm_error_detail();
+    if (p != nullptr) Fill(p, n, seed);
+    return p;
   }
   // A child process attached by name (not through fork's copy), as a rank.
   sicm_arena AttachInChild(sicm_arena inherited) {
@@ -82,9 +76,8 @@ TEST_F(SharedNuma, PagesTouchedByAnyProcessAreOnTheDevice) {
   for (int node : {2, 3}) {
     sicm_arena a = Create(node);
     ASSERT_NE(nullptr, a);
-    auto *mine = static_cast<unsigned char *>(sicm_arena_alloc(a, kBlock));
+    auto *mine = FilledBlock(a, kBlock, 1);
     ASSERT_NE(nullptr, mine);
-    Fill(mine, kBlock, 1);
     int to_parent[2];
     ASSERT_EQ(0, pipe(to_parent));
     pid_t child = fork();
@@ -94,7 +87,7 @@ TEST_F(SharedNuma, PagesTouchedByAnyProcessAreOnTheDevice) {
       if (theirs == nullptr) _exit(10);
       Fill(theirs, kBlock, 2);
       if (PagesNotOn(theirs, kBlock, node) != 0) _exit(11);
-      if (!Intact(mine, kBlock, 1) || PagesNotOn(mine, kBlock, node) != 0) _exit(12);
+      if (!Verify(mine, kBlock, 1) || PagesNotOn(mine, kBlock, node) != 0) _exit(12);
       if (write(to_parent[1], &theirs, sizeof theirs) != sizeof theirs) _exit(13);
       _exit(0);
     }
@@ -109,7 +102,7 @@ TEST_F(SharedNuma, PagesTouchedByAnyProcessAreOnTheDevice) {
     ASSERT_EQ(0, sicm_arena_residency(a, bytes, 8));
     EXPECT_GE(bytes[node], 2 * kBlock);
     EXPECT_EQ(0u, BytesOff(a, node));
-    EXPECT_TRUE(Intact(theirs, kBlock, 2));
+    EXPECT_TRUE(Verify(theirs, kBlock, 2));
     EXPECT_EQ(0u, PagesNotOn(theirs, kBlock, node));
     sicm_free(theirs);
     sicm_free(mine);
@@ -122,9 +115,8 @@ TEST_F(SharedNuma, PagesTouchedByAnyProcessAreOnTheDevice) {
 TEST_F(SharedNuma, MigrationMovesThePagesOfEveryAttachedProcess) {
   sicm_arena a = Create(2);
   ASSERT_NE(nullptr, a);
-  auto *mine = static_cast<unsigned char *>(sicm_arena_alloc(a, kBlock));
+  auto *mine = FilledBlock(a, kBlock, 3);
   ASSERT_NE(nullptr, mine);
-  Fill(mine, kBlock, 3);
   int ready[2], go[2];
   ASSERT_EQ(0, pipe(ready));
   ASSERT_EQ(0, pipe(go));
@@ -132,13 +124,13 @@ TEST_F(SharedNuma, MigrationMovesThePagesOfEveryAttachedProcess) {
   if (child == 0) {
     sicm_arena b = AttachInChild(a);
     auto *theirs = static_cast<unsigned char *>(sicm_arena_alloc(b, kBlock));
-    if (theirs == nullptr || !Intact(mine, kBlock, 3)) _exit(10);  // maps `mine` here too
+    if (theirs == nullptr || !Verify(mine, kBlock, 3)) _exit(10);  // maps `mine` here too
     Fill(theirs, kBlock, 4);
     char c = 0;
     if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(11);
     // The parent moved the arena meanwhile.
     if (PagesNotOn(mine, kBlock, 3) || PagesNotOn(theirs, kBlock, 3)) _exit(12);
-    if (!Intact(mine, kBlock, 3) || !Intact(theirs, kBlock, 4)) _exit(13);
+    if (!Verify(mine, kBlock, 3) || !Verify(theirs, kBlock, 4)) _exit(13);
     sicm_device *dev = sicm_arena_get_device(b);
     if (dev == nullptr || dev->node != 3) _exit(14);
     auto *later = static_cast<unsigned char *>(sicm_arena_alloc(b, 1 << 20));
@@ -156,7 +148,7 @@ TEST_F(SharedNuma, MigrationMovesThePagesOfEveryAttachedProcess) {
   EXPECT_EQ(0u, BytesOff(a, 3));
   ASSERT_EQ(1, write(go[1], &c, 1));
   EXPECT_EQ(0, WaitExit(child));
-  EXPECT_TRUE(Intact(mine, kBlock, 3));
+  EXPECT_TRUE(Verify(mine, kBlock, 3));
   EXPECT_EQ(0, sicm_arena_check(a, nullptr)) << sicm_error_detail();
   EXPECT_EQ(0, sicm_arena_detach(a));
 }
@@ -167,9 +159,8 @@ TEST_F(SharedNuma, MigrationMovesThePagesOfEveryAttachedProcess) {
 TEST_F(SharedNuma, ConcurrentMigrationsFromTwoProcessesEndOnTheRecordedDevice) {
   sicm_arena a = Create(2);
   ASSERT_NE(nullptr, a);
-  auto *mine = static_cast<unsigned char *>(sicm_arena_alloc(a, 2 * kBlock));
+  auto *mine = FilledBlock(a, 2 * kBlock, 6);
   ASSERT_NE(nullptr, mine);
-  Fill(mine, 2 * kBlock, 6);
   const int kRounds = 5;
   int go[2], done[2];
   ASSERT_EQ(0, pipe(go));
@@ -177,14 +168,14 @@ TEST_F(SharedNuma, ConcurrentMigrationsFromTwoProcessesEndOnTheRecordedDevice) {
   pid_t child = fork();
   if (child == 0) {
     sicm_arena b = AttachInChild(a);
-    if (!Intact(mine, 2 * kBlock, 6)) _exit(10);  // maps every page here too
+    if (!Verify(mine, 2 * kBlock, 6)) _exit(10);  // maps every page here too
     for (int round = 0; round < kRounds; round++) {
       char c;
       if (read(go[0], &c, 1) != 1) _exit(11);
       if (sicm_arena_set_device(b, sicm_device_of_node(round % 2 ? 3 : 2, 0)) != 0) _exit(12);
       if (write(done[1], &c, 1) != 1) _exit(13);
     }
-    _exit(Intact(mine, 2 * kBlock, 6) ? 0 : 14);
+    _exit(Verify(mine, 2 * kBlock, 6) ? 0 : 14);
   }
   for (int round = 0; round < kRounds; round++) {
     char c = 0;
@@ -199,7 +190,7 @@ TEST_F(SharedNuma, ConcurrentMigrationsFromTwoProcessesEndOnTheRecordedDevice) {
     EXPECT_EQ(0u, BytesOff(a, dev->node)) << "round " << round;
   }
   EXPECT_EQ(0, WaitExit(child));
-  EXPECT_TRUE(Intact(mine, 2 * kBlock, 6));
+  EXPECT_TRUE(Verify(mine, 2 * kBlock, 6));
   EXPECT_EQ(0, sicm_arena_check(a, nullptr)) << sicm_error_detail();
   EXPECT_EQ(0, sicm_arena_detach(a));
 }
@@ -216,17 +207,16 @@ bool DropSysNice() {
 TEST_F(SharedNuma, MigrationWithoutCapSysNiceIsEpermAndMovesNothing) {
   sicm_arena a = Create(2);
   ASSERT_NE(nullptr, a);
-  auto *mine = static_cast<unsigned char *>(sicm_arena_alloc(a, kBlock));
+  auto *mine = FilledBlock(a, kBlock, 5);
   ASSERT_NE(nullptr, mine);
-  Fill(mine, kBlock, 5);
   pid_t child = fork();
   if (child == 0) {
     sicm_arena b = AttachInChild(a);
-    if (!Intact(mine, kBlock, 5) || !DropSysNice()) _exit(10);
+    if (!Verify(mine, kBlock, 5) || !DropSysNice()) _exit(10);
     errno = 0;
     if (sicm_arena_set_device(b, sicm_device_of_node(3, 0)) != -1 || errno != EPERM) _exit(11);
     if (strstr(sicm_error_detail(), "CAP_SYS_NICE") == nullptr) _exit(12);
-    if (PagesNotOn(mine, kBlock, 2) != 0 || !Intact(mine, kBlock, 5)) _exit(13);
+    if (PagesNotOn(mine, kBlock, 2) != 0 || !Verify(mine, kBlock, 5)) _exit(13);
     sicm_device *dev = sicm_arena_get_device(b);
     if (dev == nullptr || dev->node != 2) _exit(14);
     _exit(0);
@@ -234,7 +224,7 @@ TEST_F(SharedNuma, MigrationWithoutCapSysNiceIsEpermAndMovesNothing) {
   EXPECT_EQ(0, WaitExit(child));
   EXPECT_EQ(0u, BytesOff(a, 2));
   EXPECT_EQ(0u, PagesNotOn(mine, kBlock, 2));
-  EXPECT_TRUE(Intact(mine, kBlock, 5));
+  EXPECT_TRUE(Verify(mine, kBlock, 5));
   EXPECT_EQ(0, sicm_arena_detach(a));
 }
 
