@@ -16,6 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Marks what libsicm.so exports: the library is built with hidden
+ * visibility, so a function without it is internal. */
+#if defined(__GNUC__) && !defined(SICM_API)
+#define SICM_API __attribute__((visibility("default")))
+#elif !defined(SICM_API)
+#define SICM_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,7 +47,7 @@ extern "C" {
  *   ENOENT  SICM_DEVICES_CONF names a file that does not exist;
  *   EIO     the hardware topology could not be read;
  *   ENOMEM  out of memory. */
-int sicm_init(void);
+SICM_API int sicm_init(void);
 
 /* Release what sicm_init() built once the last reference is dropped: the
  * library's default arenas (sicm_alloc() memory) are destroyed and every
@@ -48,16 +56,16 @@ int sicm_init(void);
  *   EBUSY  this is the last reference and arenas created with
  *          sicm_arena_create*() or attached are still live (nothing is
  *          released). */
-int sicm_fini(void);
+SICM_API int sicm_fini(void);
 
 /* A description of the last failure of a sicm function on this thread
  * (e.g. "/etc/sicm/devices.conf:3: unknown key 'bandwith'"), or "" if none.
  * The string stays valid until the next failing call on this thread. */
-const char *sicm_error_detail(void);
+SICM_API const char *sicm_error_detail(void);
 
 /* The default administrator configuration file, used when
  * SICM_DEVICES_CONF is unset.  Never fails. */
-const char *sicm_devices_conf_path(void);
+SICM_API const char *sicm_devices_conf_path(void);
 
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                  */
@@ -113,12 +121,12 @@ typedef struct sicm_device_list {
 
 /* All devices.  Returns the list (valid until the last sicm_fini()), or NULL
  * with errno EPERM when the library is not initialized. */
-const sicm_device_list *sicm_devices(void);
+SICM_API const sicm_device_list *sicm_devices(void);
 
 /* The device of NUMA node `node` with page size `page_size` (0: base pages).
  * Returns NULL with errno EPERM (not initialized) or ENODEV (no such
  * device). */
-sicm_device *sicm_device_of_node(int node, size_t page_size);
+SICM_API sicm_device *sicm_device_of_node(int node, size_t page_size);
 
 /* Free bytes on a device now (a live query: MemFree of the node, or free
  * hugetlb pages x page size).  Returns 0, or -1 with errno
@@ -126,27 +134,27 @@ sicm_device *sicm_device_of_node(int node, size_t page_size);
  *   EPERM   not initialized;
  *   EIO     the kernel gave no answer for this node (e.g. a topology loaded
  *           from an XML file describes another machine). */
-int sicm_device_free(const sicm_device *dev, size_t *free_bytes);
+SICM_API int sicm_device_free(const sicm_device *dev, size_t *free_bytes);
 
 /* NUMA distance between two nodes (ACPI SLIT; 10 means local).
  * Returns the distance, or -1 with errno EPERM (not initialized) or EINVAL
  * (unknown node). */
-int sicm_node_distance(int from_node, int to_node);
+SICM_API int sicm_node_distance(int from_node, int to_node);
 
 /* The NUMA node of the calling thread's current CPU (the default initiator).
  * Returns the node, or -1 with errno EPERM (not initialized). */
-int sicm_node_self(void);
+SICM_API int sicm_node_self(void);
 
 /* The node that holds most of the given CPUs (OS indices); ties go to the
  * lowest node.  Use it to rank devices for a cpuset.  Returns the node, or
  * -1 with errno EPERM (not initialized) or EINVAL (cpus NULL, ncpus 0, or no
  * listed CPU exists). */
-int sicm_node_of_cpus(const unsigned *cpus, size_t ncpus);
+SICM_API int sicm_node_of_cpus(const unsigned *cpus, size_t ncpus);
 
 /* Printable names: "dram", "hbm", "capacity", "unknown"; "none",
  * "firmware", "config", "estimate", "topology".  Never NULL. */
-const char *sicm_device_kind_name(sicm_device_kind kind);
-const char *sicm_source_name(sicm_source source);
+SICM_API const char *sicm_device_kind_name(sicm_device_kind kind);
+SICM_API const char *sicm_source_name(sicm_source source);
 
 /* ------------------------------------------------------------------------ */
 /* Ranking                                                                  */
@@ -184,16 +192,16 @@ typedef struct sicm_rank_entry {
  * receives the weakest source used (TOPOLOGY when the ranking fell back to
  * distance).  Returns -1 with errno EPERM (not initialized) or EINVAL (bad
  * criterion, out NULL with max > 0, or initiator not a node with CPUs). */
-int sicm_rank(sicm_rank_by by, int initiator, sicm_rank_entry *out, size_t max,
-              sicm_source *source);
+SICM_API int sicm_rank(sicm_rank_by by, int initiator, sicm_rank_entry *out, size_t max,
+                       sicm_source *source);
 
 /* The first device of sicm_rank(by, initiator).  Returns it, or NULL with
  * the errno of sicm_rank(). */
-sicm_device *sicm_device_best(sicm_rank_by by, int initiator);
+SICM_API sicm_device *sicm_device_best(sicm_rank_by by, int initiator);
 
 /* Printable criterion name: "bandwidth", "latency", "capacity", "nearest",
  * or "invalid".  Never NULL. */
-const char *sicm_rank_by_name(sicm_rank_by by);
+SICM_API const char *sicm_rank_by_name(sicm_rank_by by);
 
 
 /* ------------------------------------------------------------------------ */
@@ -229,21 +237,21 @@ enum sicm_arena_flags {
  *   ENOMEM  maxsize below the arena's metadata, out of address space, or
  *           out of memory;
  *   EAGAIN  the allocator has no free arena index (about 4000 arenas live). */
-sicm_arena sicm_arena_create(size_t maxsize, sicm_device *dev);
+SICM_API sicm_arena sicm_arena_create(size_t maxsize, sicm_device *dev);
 
 /* As sicm_arena_create(), bound to `ndevs` devices with `flags`
  * (enum sicm_arena_flags).  Errors as sicm_arena_create(), and EINVAL for
  * devs NULL, ndevs 0 or above SICM_ARENA_DEVICES_MAX, a device listed twice,
  * devices of different page sizes, or an unknown or conflicting flag. */
-sicm_arena sicm_arena_create_devices(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
-                                     unsigned flags);
+SICM_API sicm_arena sicm_arena_create_devices(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
+                                              unsigned flags);
 
 /* Destroy an arena and free everything allocated from it, including what
  * every thread's cache holds; its pointers become invalid and its address
  * range is unmapped.  Must not race with other calls on the same arena.
  * Returns 0, or -1 with errno EINVAL (not an arena) or ESTALE (already
  * destroyed). */
-int sicm_arena_destroy(sicm_arena sa);
+SICM_API int sicm_arena_destroy(sicm_arena sa);
 
 /* Allocate `sz` bytes from the arena.  Returns the memory (aligned for any
  * object), or NULL with errno
@@ -251,15 +259,15 @@ int sicm_arena_destroy(sicm_arena sa);
  *   ESTALE  sa was destroyed;
  *   ENOMEM  the arena would exceed its maxsize, sz is too large (e.g.
  *           SIZE_MAX), or memory is exhausted. */
-void *sicm_arena_alloc(sicm_arena sa, size_t sz);
+SICM_API void *sicm_arena_alloc(sicm_arena sa, size_t sz);
 
 /* As sicm_arena_alloc(), aligned to `align` bytes; EINVAL also when align
  * is not a power of two. */
-void *sicm_arena_alloc_aligned(sicm_arena sa, size_t sz, size_t align);
+SICM_API void *sicm_arena_alloc_aligned(sicm_arena sa, size_t sz, size_t align);
 
 /* As sicm_arena_alloc() for n * sz zeroed bytes; ENOMEM when n * sz
  * overflows, EINVAL when it is 0. */
-void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz);
+SICM_API void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz);
 
 /* Resize `ptr` within the arena it belongs to (contents kept up to the
  * smaller size; it may move).  ptr NULL allocates from the calling thread's
@@ -267,59 +275,59 @@ void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz);
  * errno (ptr then stays valid and unchanged):
  *   EINVAL  ptr belongs to no arena, or sz is 0;
  *   ENOMEM  as sicm_arena_alloc(). */
-void *sicm_realloc(void *ptr, size_t sz);
+SICM_API void *sicm_realloc(void *ptr, size_t sz);
 
 /* As sicm_realloc(), but `ptr` must belong to arena `sa` (NULL: allocate
  * from sa).  EINVAL also when ptr belongs to another arena: it stays there,
  * valid and unchanged. */
-void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
+SICM_API void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
 
 /* Free memory from any arena.  NULL does nothing.  A pointer that no arena
  * owns (glibc malloc, stack, ...) is not freed: errno is set to EINVAL and
  * nothing else happens.  Thread-safe; any thread may free any block. */
-void sicm_free(void *ptr);
+SICM_API void sicm_free(void *ptr);
 
 /* Usable size of an allocation (at least the size asked for).  Returns it,
  * or 0 with errno EINVAL when ptr is NULL or belongs to no arena. */
-size_t sicm_usable_size(const void *ptr);
+SICM_API size_t sicm_usable_size(const void *ptr);
 
 /* The arena that owns the address `ptr` (any byte of an allocation), or
  * NULL when no arena does (errno is not changed).  O(1) and lock-free;
  * never faults, whatever the pointer. */
-sicm_arena sicm_arena_lookup(const void *ptr);
+SICM_API sicm_arena sicm_arena_lookup(const void *ptr);
 
 /* Bytes the arena holds: memory it has committed for data and metadata,
  * never more than its maxsize.  Returns it, or 0 with errno EINVAL or
  * ESTALE (bad handle). */
-size_t sicm_arena_size(sicm_arena sa);
+SICM_API size_t sicm_arena_size(sicm_arena sa);
 
 /* The arena's devices: writes up to `max` to `out` and returns how many
  * the arena has, or -1 with errno EINVAL (bad handle, or out NULL with
  * max > 0) or ESTALE. */
-int sicm_arena_get_devices(sicm_arena sa, sicm_device **out, unsigned max);
+SICM_API int sicm_arena_get_devices(sicm_arena sa, sicm_device **out, unsigned max);
 
 /* The arena's first device, or NULL with errno EINVAL or ESTALE. */
-sicm_device *sicm_arena_get_device(sicm_arena sa);
+SICM_API sicm_device *sicm_arena_get_device(sicm_arena sa);
 
 /* Set the calling thread's default arena (NULL: back to the library's
  * default).  Returns 0, or -1 with errno EINVAL or ESTALE. */
-int sicm_arena_set_default(sicm_arena sa);
+SICM_API int sicm_arena_set_default(sicm_arena sa);
 
 /* The calling thread's default arena: the one set with
  * sicm_arena_set_default(), else the library's default arena of the node the
  * thread runs on (preferred binding, created on first use, destroyed with
  * its memory by the last sicm_fini()).  NULL with errno as
  * sicm_arena_create() when that arena cannot be created. */
-sicm_arena sicm_arena_get_default(void);
+SICM_API sicm_arena sicm_arena_get_default(void);
 
 /* Allocate from the calling thread's default arena.  NULL with errno as
  * sicm_arena_alloc() or sicm_arena_get_default(). */
-void *sicm_alloc(size_t sz);
+SICM_API void *sicm_alloc(size_t sz);
 
 /* The live arenas created with sicm_arena_create*(): writes up to `max` to
  * `out` and returns how many there are, or -1 with errno EINVAL (out NULL
  * with max > 0). */
-int sicm_arenas_list(sicm_arena *out, size_t max);
+SICM_API int sicm_arenas_list(sicm_arena *out, size_t max);
 
 typedef struct sicm_arena_stats {
   size_t allocated; /* bytes in live allocations (thread caches included) */
@@ -332,17 +340,17 @@ typedef struct sicm_arena_stats {
 
 /* Statistics of one arena (jemalloc's, refreshed on each call).  Returns 0,
  * or -1 with errno EINVAL (bad handle or out NULL), ESTALE, or EIO. */
-int sicm_arena_stats_get(sicm_arena sa, sicm_arena_stats *out);
+SICM_API int sicm_arena_stats_get(sicm_arena sa, sicm_arena_stats *out);
 
 /* Where the arena's pages are: adds to bytes[n] the bytes of its resident
  * pages on node n, for n < nnodes (pages on higher nodes are not counted).
  * Returns 0, or -1 with errno EINVAL (bad handle, or bytes NULL),
  * ESTALE, or the errno of move_pages(2). */
-int sicm_arena_residency(sicm_arena sa, size_t *bytes, size_t nnodes);
+SICM_API int sicm_arena_residency(sicm_arena sa, size_t *bytes, size_t nnodes);
 
 /* The NUMA node of the page holding `ptr`, or -1 with errno EFAULT (no
  * page there: unmapped, or never touched) or that of move_pages(2). */
-int sicm_node_of_ptr(const void *ptr);
+SICM_API int sicm_node_of_ptr(const void *ptr);
 
 /* ------------------------------------------------------------------------ */
 /* Migration: moving a whole arena                                          */
@@ -374,23 +382,23 @@ typedef struct sicm_migration_report {
  * Migrations of one shared arena are serialized across every process
  * attached to it; the last one decides where its pages are.
  * sicm_error_detail() says why; sicm_arena_last_migration() gives numbers. */
-int sicm_arena_set_device(sicm_arena sa, sicm_device *dev);
+SICM_API int sicm_arena_set_device(sicm_arena sa, sicm_device *dev);
 
 /* As sicm_arena_set_device(), to several devices with the placement flags
  * of sicm_arena_create_devices() (PREFERRED, INTERLEAVE; huge-page flags
  * are not allowed here: EINVAL). */
-int sicm_arena_set_devices(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,
-                           unsigned flags);
+SICM_API int sicm_arena_set_devices(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,
+                                    unsigned flags);
 
 /* The report of the arena's last completed migration.  Returns 0, or -1
  * with errno EINVAL (bad handle or report NULL), ESTALE, or ENOENT (never
  * migrated). */
-int sicm_arena_last_migration(sicm_arena sa, sicm_migration_report *report);
+SICM_API int sicm_arena_last_migration(sicm_arena sa, sicm_migration_report *report);
 
 /* Threads used to move a large arena (default: the CPUs this process may
  * run on; also from SICM_MIGRATE_THREADS at sicm_init()).  Returns 0, or -1
  * with errno EINVAL when threads is 0 or above 256. */
-int sicm_migrate_set_threads(unsigned threads);
+SICM_API int sicm_migrate_set_threads(unsigned threads);
 
 /* An asynchronous migration in progress. */
 typedef struct sicm_migration sicm_migration;
@@ -400,22 +408,22 @@ typedef struct sicm_migration sicm_migration;
  * be finished with sicm_migration_wait(), or NULL with errno as
  * sicm_arena_set_devices() for bad arguments, or EAGAIN (no thread could
  * be started). */
-sicm_migration *sicm_arena_set_devices_async(sicm_arena sa, sicm_device *const *devs,
-                                             unsigned ndevs, unsigned flags);
+SICM_API sicm_migration *sicm_arena_set_devices_async(sicm_arena sa, sicm_device *const *devs,
+                                                      unsigned ndevs, unsigned flags);
 
 /* 1 when the migration has finished (successfully or not), 0 while it runs,
  * -1 with errno EINVAL when m is NULL. */
-int sicm_migration_poll(const sicm_migration *m);
+SICM_API int sicm_migration_poll(const sicm_migration *m);
 
 /* Ask the migration to stop: it rolls back what it moved and finishes with
  * ECANCELED (unless it had already finished).  Returns 0, or -1 with errno
  * EINVAL when m is NULL. */
-int sicm_migration_cancel(sicm_migration *m);
+SICM_API int sicm_migration_cancel(sicm_migration *m);
 
 /* Wait for the migration to finish, fill `report` if not NULL, and free m.
  * Returns 0 if it succeeded, or -1 with its errno (ECANCELED when
  * cancelled); EINVAL when m is NULL. */
-int sicm_migration_wait(sicm_migration *m, sicm_migration_report *report);
+SICM_API int sicm_migration_wait(sicm_migration *m, sicm_migration_report *report);
 
 /* ------------------------------------------------------------------------ */
 /* Shared arenas: one heap in POSIX shared memory, for processes of a node  */
@@ -460,8 +468,8 @@ int sicm_migration_wait(sicm_migration *m, sicm_migration_report *report);
  *   EACCES  permission denied by /dev/shm;
  *   EAGAIN  every arena slot is in use;
  *   or the errno of shm_open(3), ftruncate(2) or mmap(2). */
-sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *dev,
-                                    unsigned mode);
+SICM_API sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *dev,
+                                             unsigned mode);
 
 /* Attach the shared arena `name`, created by this or another process, at
  * the address its creator chose.  Attaching an arena this process has
@@ -479,19 +487,19 @@ sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *
  *            nothing is unmapped or changed;
  *   EAGAIN   the creator has not finished initializing it (after 2 s), or
  *            every arena slot is in use. */
-sicm_arena sicm_arena_attach(const char *name);
+SICM_API sicm_arena sicm_arena_attach(const char *name);
 
 /* Detach a shared arena from this process: its pointers become invalid
  * here; the arena and its blocks live on for the other processes, and for a
  * later attach, until it is unlinked and every process has detached.
  * Returns 0, or -1 with errno EINVAL (not a shared arena handle) or ESTALE
  * (already detached or destroyed). */
-int sicm_arena_detach(sicm_arena sa);
+SICM_API int sicm_arena_detach(sicm_arena sa);
 
 /* Remove the name of a shared arena (shm_unlink(3)): no process can attach
  * it any more; processes attached keep using it.  Returns 0, or -1 with
  * errno EINVAL (bad name), ENOENT (no such arena) or EACCES. */
-int sicm_arena_unlink(const char *name);
+SICM_API int sicm_arena_unlink(const char *name);
 
 /* What sicm_arena_check() found in a shared arena's heap. */
 typedef struct sicm_heap_report {
@@ -509,7 +517,7 @@ typedef struct sicm_heap_report {
  * update is pending.  Fills `report` when not NULL.  Returns 0, or -1 with
  * errno EINVAL (not a shared arena), ESTALE, or EUCLEAN (an invariant does
  * not hold: sicm_error_detail() says which, and where). */
-int sicm_arena_check(sicm_arena sa, sicm_heap_report *report);
+SICM_API int sicm_arena_check(sicm_arena sa, sicm_heap_report *report);
 
 #ifdef __cplusplus
 }

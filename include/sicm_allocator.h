@@ -79,38 +79,38 @@ typedef struct sicm_allocator sicm_allocator;
  * pool size 0, ALLOCATOR_FB without FB_DATA, traits NULL with ntraits > 0),
  * ENOTSUP (PINNED true, partition BLOCKED), or the errno of
  * sicm_arena_create(). */
-sicm_allocator *sicm_allocator_create(sicm_memspace space, unsigned ntraits,
-                                      const sicm_alloctrait *traits);
+SICM_API sicm_allocator *sicm_allocator_create(sicm_memspace space, unsigned ntraits,
+                                               const sicm_alloctrait *traits);
 
 /* Destroy the allocator and its arenas with everything allocated from them
  * (memory obtained through a fallback stays valid).  Allocators naming it
  * as FB_DATA must be destroyed first.  Returns 0, or -1 with errno EINVAL. */
-int sicm_allocator_destroy(sicm_allocator *allocator);
+SICM_API int sicm_allocator_destroy(sicm_allocator *allocator);
 
 /* Allocate from the allocator, following its fallback when needed.
  * NULL with errno EINVAL (allocator NULL, size 0, alignment not a power of
  * two) or ENOMEM (NULL_FB, or the fallback failed too). */
-void *sicm_allocator_alloc(sicm_allocator *allocator, size_t size);
-void *sicm_allocator_aligned_alloc(sicm_allocator *allocator, size_t alignment, size_t size);
-void *sicm_allocator_calloc(sicm_allocator *allocator, size_t n, size_t size);
+SICM_API void *sicm_allocator_alloc(sicm_allocator *allocator, size_t size);
+SICM_API void *sicm_allocator_aligned_alloc(sicm_allocator *allocator, size_t alignment, size_t size);
+SICM_API void *sicm_allocator_calloc(sicm_allocator *allocator, size_t n, size_t size);
 
 /* Resize memory from any sicm allocator into `allocator` (ptr NULL:
  * allocate).  NULL with errno as sicm_allocator_alloc() (ptr then stays
  * valid), or EINVAL when ptr belongs to no arena. */
-void *sicm_allocator_realloc(sicm_allocator *allocator, void *ptr, size_t size);
+SICM_API void *sicm_allocator_realloc(sicm_allocator *allocator, void *ptr, size_t size);
 
 /* Free memory from any sicm allocator (`allocator` may be NULL: it is found
  * from ptr).  NULL does nothing; a pointer no arena owns sets errno EINVAL. */
-void sicm_allocator_free(sicm_allocator *allocator, void *ptr);
+SICM_API void sicm_allocator_free(sicm_allocator *allocator, void *ptr);
 
 /* The allocator's arenas: writes up to max to out and returns how many it
  * has (0 for a space without devices), or -1 with errno EINVAL. */
-int sicm_allocator_arenas(sicm_allocator *allocator, sicm_arena *out, unsigned max);
+SICM_API int sicm_allocator_arenas(sicm_allocator *allocator, sicm_arena *out, unsigned max);
 
 /* The devices a memory space maps to, seen from `initiator` (a node, or
  * SICM_INITIATOR_SELF): writes up to max to out and returns how many there
  * are (0: none on this machine), or -1 with errno EPERM or EINVAL. */
-int sicm_memspace_devices(sicm_memspace space, int initiator, sicm_device **out, unsigned max);
+SICM_API int sicm_memspace_devices(sicm_memspace space, int initiator, sicm_device **out, unsigned max);
 
 /* ------------------------------------------------------------------------ */
 /* Intent hints: say what the data needs, get the device that fits         */
@@ -149,15 +149,15 @@ typedef struct sicm_intent {
  * or NULL with errno EPERM (not initialized), EINVAL (intent NULL, unknown
  * wants, bad initiator or cpus, device not from sicm_devices()), ENOENT
  * (no such PCI device) or ENODEV (no device meets the hard constraints). */
-sicm_device *sicm_device_for_intent(const sicm_intent *intent);
+SICM_API sicm_device *sicm_device_for_intent(const sicm_intent *intent);
 
 /* An allocator (see sicm_allocator_create()) whose memory is the device
  * that fits the intent.  When no device does (ENODEV above), the allocator
  * is still created and every allocation follows its fallback trait; other
  * errors return NULL with the errno of sicm_device_for_intent() or of
  * sicm_allocator_create(). */
-sicm_allocator *sicm_allocator_create_for_intent(const sicm_intent *intent, unsigned ntraits,
-                                                 const sicm_alloctrait *traits);
+SICM_API sicm_allocator *sicm_allocator_create_for_intent(const sicm_intent *intent, unsigned ntraits,
+                                                          const sicm_alloctrait *traits);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,6 @@
-# sicm_deps.m4: dependency checks that stop configure with the Debian package to install.
+# sicm_deps.m4: dependency checks.  A required one stops configure with the
+# Debian package to install; an optional one warns, names what it disables
+# and sets the HAVE_<VARIABLE> conditional.  Both look up pkg-config first.
 
 # SICM_REQUIRE_PKG(VARIABLE, MODULES, DEBIAN-PACKAGE)
 AC_DEFUN([SICM_REQUIRE_PKG], [
@@ -6,17 +8,8 @@ AC_DEFUN([SICM_REQUIRE_PKG], [
     [AC_MSG_ERROR([$2 not found (pkg-config). On Debian/Ubuntu: apt-get install $3])])
 ])
 
-# SICM_OPTIONAL_PKG(VARIABLE, MODULES, DEBIAN-PACKAGES, WHAT-IS-DISABLED):
-# sets the HAVE_<VARIABLE> conditional.
-AC_DEFUN([SICM_OPTIONAL_PKG], [
-  PKG_CHECK_MODULES([$1], [$2], [sicm_have_$1=yes],
-    [sicm_have_$1=no
-     AC_MSG_WARN([$2 not found: $4 is disabled. On Debian/Ubuntu: apt-get install $3])])
-  AM_CONDITIONAL([HAVE_$1], [test "x$sicm_have_$1" = xyes])
-])
-
 # SICM_REQUIRE_LIB(VARIABLE, LIBRARY, HEADER, FUNCTION, DEBIAN-PACKAGE)
-# Prefers pkg-config and falls back to a plain header and link check.
+# For a library that may ship no .pc file: falls back to a header and link check.
 AC_DEFUN([SICM_REQUIRE_LIB], [
   PKG_CHECK_MODULES([$1], [$2], [], [
     AC_CHECK_HEADER([$3], [],
@@ -27,8 +20,22 @@ AC_DEFUN([SICM_REQUIRE_LIB], [
   ])
 ])
 
-# AX_PTHREAD_SIMPLE: pthreads through the compiler's -pthread flag.
-AC_DEFUN([AX_PTHREAD_SIMPLE], [
+# SICM_OPTIONAL(VARIABLE, MODULES, C++-HEADER, DEBIAN-PACKAGES, WHAT-IS-DISABLED)
+# Found through pkg-config MODULES, or, for header-only packages that ship no
+# .pc file (Boost), when MODULES is empty, through C++-HEADER.
+AC_DEFUN([SICM_OPTIONAL], [
+  m4_ifval([$2],
+    [PKG_CHECK_MODULES([$1], [$2], [sicm_have_$1=yes], [sicm_have_$1=no])],
+    [AC_LANG_PUSH([C++])
+     AC_CHECK_HEADER([$3], [sicm_have_$1=yes], [sicm_have_$1=no])
+     AC_LANG_POP([C++])])
+  AS_IF([test "x$sicm_have_$1" = xno],
+    [AC_MSG_WARN([m4_default([$2], [$3]) not found: $5 disabled. On Debian/Ubuntu: apt-get install $4])])
+  AM_CONDITIONAL([HAVE_$1], [test "x$sicm_have_$1" = xyes])
+])
+
+# SICM_PTHREAD: pthreads through the compiler's -pthread flag.
+AC_DEFUN([SICM_PTHREAD], [
   AC_CHECK_HEADER([pthread.h], [], [AC_MSG_ERROR([pthread.h not found: install libc6-dev])])
   PTHREAD_CFLAGS="-pthread"
   PTHREAD_LIBS="-pthread"

@@ -12,7 +12,6 @@ AC_DEFUN([SICM_ENABLE_SANITIZERS], [
     [yes], [SANITIZER_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"],
     [SANITIZER_FLAGS="-fsanitize=$enable_sanitizers -fno-omit-frame-pointer"])
   AC_SUBST([SANITIZER_FLAGS])
-  AM_CONDITIONAL([SANITIZERS], [test "x$enable_sanitizers" != xno])
 ])
 
 # SICM_WARNINGS: the warning set the project builds clean with.
