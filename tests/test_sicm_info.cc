@@ -56,6 +56,21 @@ TEST(SicmInfo, JsonIsValidAndAgreesWithTheApi) {
   EXPECT_EQ(expect.str(), out);
 }
 
+// A fixed 4-node topology (two DRAM nodes with CPUs, HBM, capacity memory)
+// checks the JSON on values this machine cannot give.
+TEST(SicmInfo, JsonOfFourNodeTopology) {
+  std::string cmd = "HWLOC_XMLFILE=" + sicm_test::SourcePath("tests/data/hmat4.xml") + " " +
+                    sicm_test::BuildPath("tools/sicm-info") +
+                    " --json | python3 -c 'import json,sys; d=json.load(sys.stdin)\n"
+                    "nodes = {v[\"node\"]: v[\"kind\"] for v in d[\"devices\"]\n"
+                    "         if not v[\"huge\"]}\n"
+                    "print(len(nodes), nodes[2])'";
+  int status;
+  std::string out = RunCommand(cmd, &status);
+  ASSERT_EQ(0, status) << out;
+  EXPECT_EQ("4 hbm\n", out);
+}
+
 TEST(SicmInfo, TableNamesEveryNode) {
   int status;
   std::string out = RunCommand(sicm_test::BuildPath("tools/sicm-info"), &status);

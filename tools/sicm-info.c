@@ -36,8 +36,103 @@ static void usage(FILE *out) {
                "seen from an initiator node (default: this thread's node).\n");
 }
 
+/* One device field's value.  Signed and unsigned numbers stay apart so that
+ * both print exactly, whatever their range. */
+typedef struct field_value {
+  enum { VALUE_NULL, VALUE_BOOL, VALUE_INT, VALUE_UINT, VALUE_STRING } type;
+  union {
+    int b;
+    long long i;
+    unsigned long long u;
+    const char *s;
+  };
+} field_value;
+
+static field_value value_bool(int b) { return (field_value){.type = VALUE_BOOL, .b = b}; }
+static field_value value_int(long long i) { return (field_value){.type = VALUE_INT, .i = i}; }
+static field_value value_uint(unsigned long long u) {
+  return (field_value){.type = VALUE_UINT, .u = u};
+}
+static field_value value_string(const char *s) {
+  return (field_value){.type = VALUE_STRING, .s = s};
+}
+
+static field_value get_index(const sicm_device *d) { return value_uint(d->index); }
+static field_value get_node(const sicm_device *d) { return value_int(d->node); }
+static field_value get_kind(const sicm_device *d) {
+  return value_string(sicm_device_kind_name(d->kind));
+}
+static field_value get_kind_source(const sicm_device *d) {
+  return value_string(sicm_source_name(d->kind_source));
+}
+static field_value get_page_size(const sicm_device *d) { return value_uint(d->page_size); }
+static field_value get_huge(const sicm_device *d) { return value_bool(d->huge); }
+static field_value get_capacity(const sicm_device *d) { return value_uint(d->capacity); }
+/* Null when the kernel cannot say (foreign topology). */
+static field_value get_free(const sicm_device *d) {
+  size_t free_bytes;
+  if (sicm_device_free(d, &free_bytes) != 0)
+    return (field_value){.type = VALUE_NULL};
+  return value_uint(free_bytes);
+}
+static field_value get_has_cpus(const sicm_device *d) { return value_bool(d->has_cpus); }
+static field_value get_perf_initiator(const sicm_device *d) { return value_int(d->perf.initiator); }
+static field_value get_perf_source(const sicm_device *d) {
+  return value_string(sicm_source_name(d->perf.source));
+}
+static field_value get_read_bandwidth(const sicm_device *d) {
+  return value_uint(d->perf.read_bandwidth);
+}
+static field_value get_write_bandwidth(const sicm_device *d) {
+  return value_uint(d->perf.write_bandwidth);
+}
+static field_value get_read_latency(const sicm_device *d) {
+  return value_uint(d->perf.read_latency);
+}
+static field_value get_write_latency(const sicm_device *d) {
+  return value_uint(d->perf.write_latency);
+}
+
+/* How a number reads in the table; JSON always gets the raw number. */
+typedef enum cell_style { CELL_PLAIN, CELL_BYTES, CELL_PARENS } cell_style;
+
+/* JSON object a field sits in; each nested one starts a new line. */
+typedef enum json_group { GROUP_DEVICE, GROUP_PERF } json_group;
+static const char *const group_keys[] = {[GROUP_DEVICE] = NULL, [GROUP_PERF] = "perf"};
+
+/* Every per-device field, in JSON order.  The table shows them in another
+ * order (that of the columns people are used to), hence `column`. */
+typedef struct device_field {
+  unsigned column; /* 1-based table column, numbered without gaps; 0: JSON only */
+  const char *header;
+  int width; /* printf width of the column: negative left-aligns, 0 unpadded */
+  cell_style style;
+  json_group group;
+  const char *key;
+  field_value (*get)(const sicm_device *);
+} device_field;
+
+static const device_field device_fields[] = {
+    {0, NULL, 0, CELL_PLAIN, GROUP_DEVICE, "index", get_index},
+    {1, "node", -5, CELL_PLAIN, GROUP_DEVICE, "node", get_node},
+    {2, "kind", -9, CELL_PLAIN, GROUP_DEVICE, "kind", get_kind},
+    {11, "kind-src", -9, CELL_PLAIN, GROUP_DEVICE, "kind_source", get_kind_source},
+    {5, "page", 9, CELL_BYTES, GROUP_DEVICE, "page_size", get_page_size},
+    {0, NULL, 0, CELL_PLAIN, GROUP_DEVICE, "huge", get_huge},
+    {3, "capacity", 11, CELL_BYTES, GROUP_DEVICE, "capacity", get_capacity},
+    {4, "free", 11, CELL_BYTES, GROUP_DEVICE, "free", get_free},
+    {10, "cpus", -5, CELL_PLAIN, GROUP_DEVICE, "has_cpus", get_has_cpus},
+    {13, "(from node)", 0, CELL_PARENS, GROUP_PERF, "initiator", get_perf_initiator},
+    {12, "perf-src", 0, CELL_PLAIN, GROUP_PERF, "source", get_perf_source},
+    {6, "rd MB/s", 10, CELL_PLAIN, GROUP_PERF, "read_bandwidth", get_read_bandwidth},
+    {7, "wr MB/s", 10, CELL_PLAIN, GROUP_PERF, "write_bandwidth", get_write_bandwidth},
+    {8, "rd ns", 7, CELL_PLAIN, GROUP_PERF, "read_latency", get_read_latency},
+    {9, "wr ns", 7, CELL_PLAIN, GROUP_PERF, "write_latency", get_write_latency},
+};
+#define NFIELDS (sizeof device_fields / sizeof device_fields[0])
+
 /* Human-readable byte count into buf. */
-static const char *format_bytes(char *buf, size_t len, size_t bytes) {
+static const char *format_bytes(char *buf, size_t len, unsigned long long bytes) {
   static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = (double)bytes;
   unsigned u = 0;
@@ -49,28 +144,53 @@ static const char *format_bytes(char *buf, size_t len, size_t bytes) {
   return buf;
 }
 
-/* Free bytes, or -1 when the kernel cannot say (foreign topology). */
-static long long device_free_or_unknown(const sicm_device *dev) {
-  size_t free_bytes;
-  return sicm_device_free(dev, &free_bytes) == 0 ? (long long)free_bytes : -1;
+/* The text of a table cell, in buf unless it is a constant. */
+static const char *cell_text(char *buf, size_t len, field_value v, cell_style style) {
+  switch (v.type) {
+  case VALUE_NULL:
+    return "?";
+  case VALUE_BOOL:
+    return v.b ? "yes" : "no";
+  case VALUE_STRING:
+    return v.s;
+  case VALUE_INT:
+    snprintf(buf, len, style == CELL_PARENS ? "(%lld)" : "%lld", v.i);
+    return buf;
+  case VALUE_UINT:
+    if (style == CELL_BYTES)
+      return format_bytes(buf, len, v.u);
+    snprintf(buf, len, style == CELL_PARENS ? "(%llu)" : "%llu", v.u);
+    return buf;
+  }
+  return "?";
+}
+
+/* Fills cols with the table's fields in column order; returns how many. */
+static size_t table_columns(const device_field **cols) {
+  size_t n = 0;
+  for (size_t f = 0; f < NFIELDS; f++)
+    if (device_fields[f].column > 0) {
+      cols[device_fields[f].column - 1] = &device_fields[f];
+      n++;
+    }
+  return n;
+}
+
+static void print_cell(size_t col, size_t ncols, int width, const char *text) {
+  printf("%s%*s%s", col > 0 ? " " : "", width, text, col + 1 == ncols ? "\n" : "");
 }
 
 static void print_table(const sicm_device_list *list, int initiator, const ranking *ranks) {
-  char cap[32], fre[32], page[32];
-  printf("%-5s %-9s %11s %11s %9s %10s %10s %7s %7s %-5s %-9s %s\n", "node", "kind", "capacity",
-         "free", "page", "rd MB/s", "wr MB/s", "rd ns", "wr ns", "cpus", "kind-src",
-         "perf-src (from node)");
+  const device_field *cols[NFIELDS];
+  size_t ncols = table_columns(cols);
+  for (size_t c = 0; c < ncols; c++)
+    print_cell(c, ncols, cols[c]->width, cols[c]->header);
   for (unsigned i = 0; i < list->count; i++) {
-    const sicm_device *d = &list->devices[i];
-    long long free_bytes = device_free_or_unknown(d);
-    printf("%-5d %-9s %11s %11s %9s %10llu %10llu %7llu %7llu %-5s %-9s %s (%d)\n", d->node,
-           sicm_device_kind_name(d->kind), format_bytes(cap, sizeof cap, d->capacity),
-           free_bytes < 0 ? "?" : format_bytes(fre, sizeof fre, (size_t)free_bytes),
-           format_bytes(page, sizeof page, d->page_size),
-           (unsigned long long)d->perf.read_bandwidth, (unsigned long long)d->perf.write_bandwidth,
-           (unsigned long long)d->perf.read_latency, (unsigned long long)d->perf.write_latency,
-           d->has_cpus ? "yes" : "no", sicm_source_name(d->kind_source),
-           sicm_source_name(d->perf.source), d->perf.initiator);
+    for (size_t c = 0; c < ncols; c++) {
+      char buf[32];
+      field_value v = cols[c]->get(&list->devices[i]);
+      print_cell(c, ncols, cols[c]->width, cell_text(buf, sizeof buf, v, cols[c]->style));
+    }
   }
   printf("\nranking seen from node %d:\n", initiator);
   for (size_t c = 0; c < NCRITERIA; c++) {
@@ -83,29 +203,86 @@ static void print_table(const sicm_device_list *list, int initiator, const ranki
   }
 }
 
-static void print_json_device(const sicm_device *d) {
-  const sicm_device_list *list = sicm_devices();
-  long long free_bytes = device_free_or_unknown(d);
-  printf("    {\"index\": %u, \"node\": %d, \"kind\": \"%s\", \"kind_source\": \"%s\", "
-         "\"page_size\": %zu, \"huge\": %s, \"capacity\": %zu, ",
-         d->index, d->node, sicm_device_kind_name(d->kind), sicm_source_name(d->kind_source),
-         d->page_size, d->huge ? "true" : "false", d->capacity);
-  if (free_bytes < 0)
-    printf("\"free\": null, ");
-  else
-    printf("\"free\": %lld, ", free_bytes);
-  printf("\"has_cpus\": %s,\n     \"perf\": {\"initiator\": %d, \"source\": \"%s\", "
-         "\"read_bandwidth\": %llu, \"write_bandwidth\": %llu, \"read_latency\": %llu, "
-         "\"write_latency\": %llu},\n     \"distance\": {",
-         d->has_cpus ? "true" : "false", d->perf.initiator, sicm_source_name(d->perf.source),
-         (unsigned long long)d->perf.read_bandwidth, (unsigned long long)d->perf.write_bandwidth,
-         (unsigned long long)d->perf.read_latency, (unsigned long long)d->perf.write_latency);
+/* Every string in the JSON goes through here.  No device field can hold a
+ * quote or a control character today (kinds and sources are fixed names),
+ * but one source of truth keeps the output valid if that ever changes. */
+static void json_string(const char *s) {
+  putchar('"');
+  for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+    if (*p == '"' || *p == '\\')
+      printf("\\%c", *p);
+    else if (*p < 0x20)
+      printf("\\u%04x", *p);
+    else
+      putchar(*p);
+  }
+  putchar('"');
+}
+
+static void json_key(const char *key) {
+  json_string(key);
+  printf(": ");
+}
+
+/* A nested object of a device starts on its own line. */
+static void json_open_nested(const char *key) {
+  printf(",\n     ");
+  json_key(key);
+  putchar('{');
+}
+
+static void json_value(field_value v) {
+  switch (v.type) {
+  case VALUE_NULL:
+    printf("null");
+    break;
+  case VALUE_BOOL:
+    printf("%s", v.b ? "true" : "false");
+    break;
+  case VALUE_INT:
+    printf("%lld", v.i);
+    break;
+  case VALUE_UINT:
+    printf("%llu", v.u);
+    break;
+  case VALUE_STRING:
+    json_string(v.s);
+    break;
+  }
+}
+
+static void print_json_device(const sicm_device_list *list, const sicm_device *d) {
+  json_group group = GROUP_DEVICE;
+  printf("    {");
+  for (size_t f = 0; f < NFIELDS; f++) {
+    const device_field *field = &device_fields[f];
+    if (field->group != group) {
+      if (group != GROUP_DEVICE)
+        putchar('}');
+      if (field->group != GROUP_DEVICE)
+        json_open_nested(group_keys[field->group]);
+      else
+        printf(", ");
+      group = field->group;
+    } else if (f > 0) {
+      printf(", ");
+    }
+    json_key(field->key);
+    json_value(field->get(d));
+  }
+  if (group != GROUP_DEVICE)
+    putchar('}');
+  /* Distances are between nodes, so huge-page devices would repeat them. */
+  json_open_nested("distance");
   int first = 1;
   for (unsigned j = 0; j < list->count; j++) {
     if (list->devices[j].huge)
       continue;
-    printf("%s\"%d\": %d", first ? "" : ", ", list->devices[j].node,
-           sicm_node_distance(d->node, list->devices[j].node));
+    char node[16];
+    snprintf(node, sizeof node, "%d", list->devices[j].node);
+    printf("%s", first ? "" : ", ");
+    json_key(node);
+    printf("%d", sicm_node_distance(d->node, list->devices[j].node));
     first = 0;
   }
   printf("}}");
@@ -114,18 +291,22 @@ static void print_json_device(const sicm_device *d) {
 static void print_json(const sicm_device_list *list, int initiator, const ranking *ranks) {
   printf("{\n  \"initiator\": %d,\n  \"devices\": [\n", initiator);
   for (unsigned i = 0; i < list->count; i++) {
-    print_json_device(&list->devices[i]);
+    print_json_device(list, &list->devices[i]);
     printf("%s\n", i + 1 < list->count ? "," : "");
   }
   printf("  ],\n  \"rankings\": {\n");
   for (size_t c = 0; c < NCRITERIA; c++) {
-    printf("    \"%s\": {\"source\": \"%s\", \"order\": [", sicm_rank_by_name(criteria[c]),
-           sicm_source_name(ranks[c].source));
+    printf("    ");
+    json_key(sicm_rank_by_name(criteria[c]));
+    printf("{\"source\": ");
+    json_string(sicm_source_name(ranks[c].source));
+    printf(", \"order\": [");
     for (int i = 0; i < ranks[c].count; i++) {
       const sicm_rank_entry *e = &ranks[c].entries[i];
-      printf("%s{\"device\": %u, \"node\": %d, \"value\": %llu, \"source\": \"%s\"}",
-             i ? ", " : "", e->device->index, e->device->node, (unsigned long long)e->value,
-             sicm_source_name(e->source));
+      printf("%s{\"device\": %u, \"node\": %d, \"value\": %llu, \"source\": ", i ? ", " : "",
+             e->device->index, e->device->node, (unsigned long long)e->value);
+      json_string(sicm_source_name(e->source));
+      putchar('}');
     }
     printf("]}%s\n", c + 1 < NCRITERIA ? "," : "");
   }
