@@ -1,27 +1,17 @@
 // numa_arena_placement.cc (runs in the multi-NUMA guest): every page an
 // arena uses — its allocations and jemalloc's metadata for it — is on the
 // arena's device, checked page by page with move_pages.
-#include <numaif.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <vector>
 
-#include "../sicm_test.h"
+#include "numa_test.h"
 
 namespace {
 
-const size_t kPage = (size_t)sysconf(_SC_PAGESIZE);
+using sicm_test::NodesOfPages;
 
-// Node of every page of [p, p + len), touched first.
-std::vector<int> NodesOfPages(char *p, size_t len) {
-  std::vector<void *> pages;
-  for (uintptr_t a = (uintptr_t)p & ~(kPage - 1); a < (uintptr_t)p + len; a += kPage)
-    pages.push_back((void *)a);
-  std::vector<int> status(pages.size(), -1);
-  EXPECT_EQ(0, move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0));
-  return status;
-}
+const size_t kPage = sicm_test::PageSize();
 
 class Placement : public ::testing::TestWithParam<int> {
  protected:

@@ -2,11 +2,12 @@
 // classification and ranking on a machine whose firmware reports HMAT.
 #include <errno.h>
 #include <numaif.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include <vector>
 
-#include "../sicm_test.h"
+#include "numa_test.h"
 
 namespace {
 
@@ -62,10 +63,10 @@ TEST(GuestDevices, FreeBytesDropsWhenPagesLandOnTheNode) {
   unsigned long mask = 1ul << 2;
   ASSERT_EQ(0, mbind(p, len, MPOL_BIND, &mask, 64, 0));
   for (size_t off = 0; off < len; off += 4096) p[off] = 1;
-  void *page = p;
-  int status = -1;
-  ASSERT_EQ(0, move_pages(0, 1, &page, nullptr, &status, 0));
-  EXPECT_EQ(2, status) << "the page must be on node 2";
+  std::vector<int> status;  // of the first page
+  int err = sicm_test::PageStatus(p, 1, &status);
+  ASSERT_EQ(0, err) << "move_pages: " << strerror(err);
+  EXPECT_EQ(2, status.at(0)) << "the page must be on node 2";
   ASSERT_EQ(0, sicm_device_free(hbm, &after));
   EXPECT_GE(before - after, len * 9 / 10);
   munmap(p, len);

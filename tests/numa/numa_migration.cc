@@ -2,19 +2,17 @@
 // moves every page, keeps every byte, rolls back on failure, and lets other
 // threads work meanwhile — all checked page by page with move_pages.
 #include <errno.h>
-#include <numaif.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <thread>
 #include <vector>
 
-#include "../sicm_test.h"
+#include "numa_test.h"
 
 namespace {
 
-const size_t kPage = (size_t)sysconf(_SC_PAGESIZE);
+using sicm_test::PagesNotOn;
 
 // Whether every resident page of the arena is on `node`.
 bool AllOn(sicm_arena a, int node) {
@@ -27,17 +25,6 @@ bool AllOn(sicm_arena a, int node) {
       all = false;
     }
   return all;
-}
-
-size_t PagesNotOn(const char *p, size_t len, int node) {
-  std::vector<void *> pages;
-  for (uintptr_t a = (uintptr_t)p & ~(kPage - 1); a < (uintptr_t)p + len; a += kPage)
-    pages.push_back((void *)a);
-  std::vector<int> status(pages.size(), -1);
-  EXPECT_EQ(0, move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0));
-  size_t wrong = 0;
-  for (int s : status) wrong += s != node;
-  return wrong;
 }
 
 uint64_t Checksum(const unsigned char *p, size_t len) {
@@ -67,7 +54,7 @@ TEST_F(Migration, MovesEveryPageAndKeepsEveryByte) {
   for (int target : {2, 3, 1, 0}) {
     ASSERT_EQ(0, sicm_arena_set_device(a, Dev(target))) << sicm_error_detail();
     for (size_t i = 0; i < blocks.size(); i++) {
-      EXPECT_EQ(0u, PagesNotOn((char *)blocks[i].first, blocks[i].second, target))
+      EXPECT_EQ(0u, PagesNotOn(blocks[i].first, blocks[i].second, target))
           << blocks[i].second << "-byte block, target " << target;
       EXPECT_EQ(sums[i], Checksum(blocks[i].first, blocks[i].second));
     }
@@ -158,7 +145,7 @@ TEST_F(Migration, TargetTooFullRollsBackAndSaysWhy) {
   ASSERT_EQ(0, sicm_arena_last_migration(a, &r));
   EXPECT_EQ(ENOMEM, r.error);
   EXPECT_GT(r.pages_failed, 0u);
-  EXPECT_EQ(0u, PagesNotOn((char *)p, len, 0)) << "every page back on node 0";
+  EXPECT_EQ(0u, PagesNotOn(p, len, 0)) << "every page back on node 0";
   EXPECT_TRUE(AllOn(a, 0));
   EXPECT_EQ(0, sicm_arena_get_device(a)->node) << "still bound where it was";
   for (size_t i = 0; i < len; i += 4096) ASSERT_EQ((unsigned char)(i >> 12), p[i]);

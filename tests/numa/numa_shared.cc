@@ -5,7 +5,6 @@
 // at once are serialized.  Checked with move_pages in each process.
 #include <errno.h>
 #include <linux/capability.h>
-#include <numaif.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -16,24 +15,14 @@
 #include <vector>
 
 #include "../shared_test.h"
+#include "numa_test.h"
 
 namespace {
 
 using namespace shared_test;
+using sicm_test::PagesNotOn;
 
-const size_t kPage = (size_t)sysconf(_SC_PAGESIZE);
 const size_t kBlock = 8 << 20;
-
-size_t PagesNotOn(const void *p, size_t len, int node) {
-  std::vector<void *> pages;
-  for (uintptr_t a = (uintptr_t)p & ~(kPage - 1); a < (uintptr_t)p + len; a += kPage)
-    pages.push_back((void *)a);
-  std::vector<int> status(pages.size(), -1);
-  if (move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0) != 0) return pages.size();
-  size_t wrong = 0;
-  for (int s : status) wrong += s != node;
-  return wrong;
-}
 
 class SharedNuma : public ::testing::Test {
  protected:

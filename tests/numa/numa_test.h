@@ -1,0 +1,65 @@
+// numa_test.h: what the NUMA suites (run in the multi-NUMA guest) share —
+// where pages are, page by page, according to move_pages(2).
+#ifndef NUMA_TEST_H
+#define NUMA_TEST_H
+
+#include <errno.h>
+#include <numaif.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "../sicm_test.h"
+
+namespace sicm_test {
+
+inline size_t PageSize() {
+  static const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  return page;
+}
+
+// Queries (moves nothing) every page of [p, p + len): (*status)[i] is the
+// node of the i-th page, or its negative errno (-ENOENT: not present).
+// Returns 0, or the errno of a failed move_pages call (never 0 then);
+// *status is then all -1.
+inline int PageStatus(const void *p, size_t len, std::vector<int> *status) {
+  const size_t page = PageSize();
+  std::vector<void *> pages;
+  for (uintptr_t a = (uintptr_t)p & ~(page - 1); a < (uintptr_t)p + len; a += page)
+    pages.push_back((void *)a);
+  status->assign(pages.size(), -1);
+  long rc = move_pages(0, pages.size(), pages.data(), nullptr, status->data(), 0);
+  if (rc == 0) return 0;
+  int err = rc < 0 && errno != 0 ? errno : EIO;  // a query never returns > 0
+  status->assign(pages.size(), -1);
+  return err;
+}
+
+// The node of every page of [p, p + len), or its negative errno (a page
+// not present is -ENOENT, never a node).  A failed query is a test failure
+// and every entry is then -1.
+inline std::vector<int> NodesOfPages(const void *p, size_t len) {
+  std::vector<int> status;
+  int err = PageStatus(p, len, &status);
+  EXPECT_EQ(0, err) << "move_pages: " << strerror(err);
+  return status;
+}
+
+// How many pages of [p, p + len) are not on `node`; a page not present
+// counts.  A failed query is a test failure and counts every page (so a
+// forked child that only checks the result also sees it).
+inline size_t PagesNotOn(const void *p, size_t len, int node) {
+  std::vector<int> status;
+  int err = PageStatus(p, len, &status);
+  EXPECT_EQ(0, err) << "move_pages: " << strerror(err);
+  if (err != 0) return status.size();
+  size_t wrong = 0;
+  for (int s : status) wrong += s != node;
+  return wrong;
+}
+
+}  // namespace sicm_test
+
+#endif
