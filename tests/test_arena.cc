@@ -69,26 +69,32 @@ TEST_F(Arena, MaxsizeBelowMetadataIsEnomem) {
 
 TEST_F(Arena, AllocationCallsRejectBadInput) {
   sicm_arena a = Create();
-  struct { int expect_errno; void *got; const char *what; } cases[] = {
-      {EINVAL, sicm_arena_alloc(nullptr, 8), "NULL arena"},
-      {EINVAL, sicm_arena_alloc((sicm_arena)(uintptr_t)0x7ffff000, 8), "garbage handle"},
-      {EINVAL, sicm_arena_alloc(a, 0), "size 0"},
-      {ENOMEM, sicm_arena_alloc(a, SIZE_MAX), "SIZE_MAX"},
-      {ENOMEM, sicm_arena_alloc(a, (size_t)1 << 62), "beyond the address space"},
-      {EINVAL, sicm_arena_alloc_aligned(a, 8, 3), "alignment 3"},
-      {EINVAL, sicm_arena_alloc_aligned(a, 8, 0), "alignment 0"},
-      {ENOMEM, sicm_arena_calloc(a, SIZE_MAX / 2, 3), "calloc overflow"},
-      {EINVAL, sicm_arena_calloc(a, 0, 8), "calloc of 0"},
+  // Each call runs on its own, errno cleared before and read right after it.
+  struct { int expect_errno; void *(*call)(sicm_arena); const char *what; } cases[] = {
+      {EINVAL, [](sicm_arena) { return sicm_arena_alloc(nullptr, 8); }, "NULL arena"},
+      {EINVAL, [](sicm_arena) { return sicm_arena_alloc((sicm_arena)(uintptr_t)0x7ffff000, 8); },
+       "garbage handle"},
+      {EINVAL, [](sicm_arena arena) { return sicm_arena_alloc(arena, 0); }, "size 0"},
+      {ENOMEM, [](sicm_arena arena) { return sicm_arena_alloc(arena, SIZE_MAX); }, "SIZE_MAX"},
+      {ENOMEM, [](sicm_arena arena) { return sicm_arena_alloc(arena, (size_t)1 << 62); },
+       "beyond the address space"},
+      {EINVAL, [](sicm_arena arena) { return sicm_arena_alloc_aligned(arena, 8, 3); },
+       "alignment 3"},
+      {EINVAL, [](sicm_arena arena) { return sicm_arena_alloc_aligned(arena, 8, 0); },
+       "alignment 0"},
+      {ENOMEM, [](sicm_arena arena) { return sicm_arena_calloc(arena, SIZE_MAX / 2, 3); },
+       "calloc overflow"},
+      {EINVAL, [](sicm_arena arena) { return sicm_arena_calloc(arena, 0, 8); }, "calloc of 0"},
   };
   for (auto &c : cases) {
-    EXPECT_EQ(nullptr, c.got) << c.what;
+    errno = 0;
+    void *got = c.call(a);
+    int err = errno;
+    EXPECT_EQ(nullptr, got) << c.what;
+    EXPECT_EQ(c.expect_errno, err) << c.what << ": " << strerror(err);
+    if (got != nullptr) sicm_free(got);
   }
-  // errno per case, evaluated one at a time.
-  errno = 0; EXPECT_EQ(nullptr, sicm_arena_alloc(nullptr, 8)); EXPECT_EQ(EINVAL, errno);
-  errno = 0; EXPECT_EQ(nullptr, sicm_arena_alloc(a, 0)); EXPECT_EQ(EINVAL, errno);
-  errno = 0; EXPECT_EQ(nullptr, sicm_arena_alloc(a, SIZE_MAX)); EXPECT_EQ(ENOMEM, errno);
-  errno = 0; EXPECT_EQ(nullptr, sicm_arena_alloc_aligned(a, 8, 3)); EXPECT_EQ(EINVAL, errno);
-  errno = 0; EXPECT_EQ(nullptr, sicm_arena_calloc(a, SIZE_MAX / 2, 3)); EXPECT_EQ(ENOMEM, errno);
+  // Calls that do not return a pointer.
   errno = 0; EXPECT_EQ(0u, sicm_usable_size(nullptr)); EXPECT_EQ(EINVAL, errno);
   errno = 0; EXPECT_EQ(-1, sicm_arena_get_devices(a, nullptr, 1)); EXPECT_EQ(EINVAL, errno);
   errno = 0; EXPECT_EQ(-1, sicm_arena_stats_get(a, nullptr)); EXPECT_EQ(EINVAL, errno);
