@@ -1,87 +1,83 @@
-/* arena.c: arena lifecycle — slots and handles, create and destroy, the
- * library's default arenas, and the queries about one arena. */
+/* arena.c: arena lifecycle for every kind — slots and handles, the one
+ * creation path, destroy, the library's default arenas, and the queries
+ * about one arena that do not depend on its kind. */
 #include <errno.h>
-#include <stdio.h>
 #include <numaif.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "shm.h"
+#include "arena.h"
 
-sicm_arena_rec *sicm_arena_slots[SICM_ARENA_SLOTS];
+sc_arena *sc_arena_slots[SC_ARENA_SLOTS];
 
 /* Serializes create and destroy (never taken on the allocation path). */
 static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A handle packs the slot in its low 12 bits and the generation above:
- * a destroyed arena's handle never matches a later arena in its slot. */
-#define HANDLE_SLOT_BITS 12
-
-sicm_arena sicm_arena_handle(const sicm_arena_rec *rec, uint64_t generation) {
-  return (sicm_arena)(uintptr_t)((generation << HANDLE_SLOT_BITS) | rec->slot);
+/* A handle packs the slot in its low bits and the generation above: a
+ * destroyed arena's handle never matches a later arena in its slot. */
+sicm_arena sc_arena_handle(const sc_arena *a, uint64_t generation) {
+  return (sicm_arena)(uintptr_t)((generation << SC_HANDLE_SLOT_BITS) | a->slot);
 }
 
-sicm_arena_rec *sicm_arena_resolve(sicm_arena sa) {
+sc_arena *sc_arena_resolve(sicm_arena sa) {
   uintptr_t h = (uintptr_t)sa;
-  uint64_t generation = h >> HANDLE_SLOT_BITS;
-  sicm_arena_rec *rec = __atomic_load_n(&sicm_arena_slots[h & (SICM_ARENA_SLOTS - 1)],
-                                        __ATOMIC_ACQUIRE);
-  if (generation == 0 || rec == NULL ||
-      generation > __atomic_load_n(&rec->last_generation, __ATOMIC_ACQUIRE))
-    return sicm_fail_null(EINVAL, "not an arena handle");
-  if (__atomic_load_n(&rec->live_generation, __ATOMIC_ACQUIRE) != generation)
-    return sicm_fail_null(ESTALE, "the arena was destroyed");
-  return rec;
+  uint64_t generation = sc_handle_generation(sa);
+  sc_arena *a = __atomic_load_n(&sc_arena_slots[h & (SC_ARENA_SLOTS - 1)], __ATOMIC_ACQUIRE);
+  if (generation == 0 || a == NULL ||
+      generation > __atomic_load_n(&a->last_generation, __ATOMIC_ACQUIRE))
+    return sc_fail_null(EINVAL, "not an arena handle");
+  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != generation)
+    return sc_fail_null(ESTALE, "the arena was destroyed");
+  return a;
 }
 
 /* A free slot's record, allocated on first use and kept for the process's
  * life so that stale handles and lookups never touch freed memory. */
-static sicm_arena_rec *arena_slot_claim(void) {
-  for (unsigned slot = 0; slot < SICM_ARENA_SLOTS; slot++) {
-    sicm_arena_rec *rec = sicm_arena_slots[slot];
-    if (rec != NULL && rec->live_generation != 0)
+static sc_arena *arena_slot_claim(void) {
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = sc_arena_slots[slot];
+    if (a != NULL && a->live_generation != 0)
       continue;
-    if (rec == NULL) {
-      rec = calloc(1, sizeof *rec);
-      if (rec == NULL)
-        return NULL;
-      rec->slot = slot;
-      pthread_mutex_init(&rec->window_lock, NULL);
-      pthread_mutex_init(&rec->tcache_lock, NULL);
-      pthread_mutex_init(&rec->migrate_lock, NULL);
-      __atomic_store_n(&sicm_arena_slots[slot], rec, __ATOMIC_RELEASE);
+    if (a == NULL) {
+      a = calloc(1, sizeof *a);
+      if (a == NULL)
+        return sc_fail_null(ENOMEM, "out of memory for an arena record");
+      a->slot = slot;
+      pthread_mutex_init(&a->window_lock, NULL);
+      pthread_mutex_init(&a->migrate_lock, NULL);
+      pthread_mutex_init(&a->kind_lock, NULL);
+      __atomic_store_n(&sc_arena_slots[slot], a, __ATOMIC_RELEASE);
     }
-    return rec;
+    return a;
   }
-  return NULL;
+  return sc_fail_null(EAGAIN, "all %d arena slots are in use", SC_ARENA_SLOTS);
 }
 
-int sicm_binding_make(const sicm_state *s, sicm_device *const *devs, unsigned ndevs,
-                      unsigned flags, sicm_binding *out) {
+int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
+                    unsigned flags, sc_binding *out) {
   const unsigned known = SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE | SICM_ARENA_HUGEPAGES |
                          SICM_ARENA_NOHUGEPAGES;
   if (flags & ~known)
-    return sicm_fail(EINVAL, "unknown arena flags 0x%x", flags & ~known);
+    return sc_fail(EINVAL, "unknown arena flags 0x%x", flags & ~known);
   if ((flags & SICM_ARENA_PREFERRED) && (flags & SICM_ARENA_INTERLEAVE))
-    return sicm_fail(EINVAL, "PREFERRED and INTERLEAVE exclude each other");
+    return sc_fail(EINVAL, "PREFERRED and INTERLEAVE exclude each other");
   if ((flags & SICM_ARENA_HUGEPAGES) && (flags & SICM_ARENA_NOHUGEPAGES))
-    return sicm_fail(EINVAL, "HUGEPAGES and NOHUGEPAGES exclude each other");
+    return sc_fail(EINVAL, "HUGEPAGES and NOHUGEPAGES exclude each other");
   if (devs == NULL || ndevs == 0 || ndevs > SICM_ARENA_DEVICES_MAX)
-    return sicm_fail(EINVAL, "an arena needs 1 to %d devices", SICM_ARENA_DEVICES_MAX);
+    return sc_fail(EINVAL, "an arena needs 1 to %d devices", SICM_ARENA_DEVICES_MAX);
   memset(out, 0, sizeof *out);
-  const unsigned bits = 8 * sizeof(unsigned long);
   for (unsigned i = 0; i < ndevs; i++) {
-    if (!sicm_device_is_known(s, devs[i]))
-      return sicm_fail(EINVAL, "device %u is not from sicm_devices()", i);
+    if (!sc_device_is_known(s, devs[i]))
+      return sc_fail(EINVAL, "device %u is not from sicm_devices()", i);
     if (devs[i]->huge)
-      return sicm_fail(ENOTSUP, "arenas on hugetlb devices are not supported yet");
-    if (devs[i]->node >= 1024)
-      return sicm_fail(EINVAL, "node %d is beyond the 1024 nodes arenas support", devs[i]->node);
+      return sc_fail(ENOTSUP, "arenas on hugetlb devices are not supported yet");
+    if (devs[i]->node >= SC_NODES_MAX)
+      return sc_fail(EINVAL, "node %d is beyond the %d nodes arenas support", devs[i]->node,
+                     SC_NODES_MAX);
     for (unsigned j = 0; j < i; j++)
       if (devs[j] == devs[i])
-        return sicm_fail(EINVAL, "device %u is listed twice", i);
-    unsigned node = (unsigned)devs[i]->node;
-    out->nodemask[node / bits] |= 1ul << (node % bits);
+        return sc_fail(EINVAL, "device %u is listed twice", i);
+    sc_nodemask_add(&out->nodes, devs[i]->node);
     out->devices[i] = devs[i];
   }
   out->ndevices = ndevs;
@@ -94,152 +90,99 @@ int sicm_binding_make(const sicm_state *s, sicm_device *const *devs, unsigned nd
   return 0;
 }
 
-sicm_arena sicm_arena_create_internal(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
-                                      unsigned flags, int library_default) {
-  sicm_state *s = sicm_state_get();
-  sicm_binding binding;
-  if (s == NULL || sicm_binding_make(s, devs, ndevs, flags, &binding) != 0)
+sicm_arena sc_arena_create(const sc_arena_config *config) {
+  pthread_mutex_lock(&arenas_lock);
+  sc_arena *a = arena_slot_claim();
+  if (a == NULL) {
+    pthread_mutex_unlock(&arenas_lock);
     return NULL;
-  pthread_mutex_lock(&arenas_lock);
-  sicm_arena_rec *rec = arena_slot_claim();
-  if (rec == NULL) {
-    pthread_mutex_unlock(&arenas_lock);
-    return sicm_fail_null(EAGAIN, "all %d arena slots are in use", SICM_ARENA_SLOTS);
   }
-  rec->flags = flags;
-  rec->maxsize = maxsize;
-  rec->held = 0;
-  rec->library_default = library_default;
-  rec->binding = binding;
-  rec->thp_advised = 0;
-  rec->migrated = 0;
-  rec->owner = NULL;
-  rec->shm = NULL;
-  sicm_extent_hooks_init(&rec->hooks);
-  extent_hooks_t *hooks = &rec->hooks;
-  unsigned index;
-  size_t len = sizeof index;
-  int err = mallctl("arenas.create", &index, &len, &hooks, sizeof hooks);
-  if (err != 0) {
-    sicm_window_release_all(rec);
+  a->ops = config->ops;
+  a->flags = config->flags;
+  a->maxsize = config->maxsize;
+  a->held = 0;
+  a->library_default = config->library_default;
+  a->binding = *config->binding;
+  a->thp_advised = 0;
+  a->migrated = 0;
+  a->owner = NULL;
+  if (a->ops->open(a, config->kind_arg) != 0) {
+    int err = errno;
+    sc_window_release_all(a);
     pthread_mutex_unlock(&arenas_lock);
-    /* The metadata allocation failed: maxsize too small or no memory. */
-    return sicm_fail_null(err == EAGAIN ? ENOMEM : err,
-                          "jemalloc could not create the arena (maxsize %zu)", maxsize);
+    errno = err;
+    return NULL;
   }
-  rec->je_index = index;
-  uint64_t generation = rec->last_generation + 1;
-  __atomic_store_n(&rec->last_generation, generation, __ATOMIC_RELEASE);
-  __atomic_store_n(&rec->live_generation, generation, __ATOMIC_RELEASE);
+  uint64_t generation = a->last_generation + 1;
+  __atomic_store_n(&a->last_generation, generation, __ATOMIC_RELEASE);
+  __atomic_store_n(&a->live_generation, generation, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&arenas_lock);
-  return sicm_arena_handle(rec, generation);
+  return sc_arena_handle(a, generation);
 }
 
-sicm_arena sicm_arena_create(size_t maxsize, sicm_device *dev) {
-  return sicm_arena_create_internal(maxsize, &dev, 1, 0, 0);
-}
-
-sicm_arena sicm_arena_create_devices(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
-                                     unsigned flags) {
-  return sicm_arena_create_internal(maxsize, devs, ndevs, flags, 0);
-}
-
-sicm_arena sicm_arena_register_shared(struct shm_header *h, size_t size,
-                                      const sicm_binding *binding, uint64_t dev, uint64_t ino) {
-  pthread_mutex_lock(&arenas_lock);
-  sicm_arena_rec *rec = arena_slot_claim();
-  if (rec == NULL) {
-    pthread_mutex_unlock(&arenas_lock);
-    return sicm_fail_null(EAGAIN, "all %d arena slots are in use", SICM_ARENA_SLOTS);
-  }
-  rec->flags = 0;
-  rec->maxsize = rec->held = size;
-  rec->library_default = 0;
-  rec->binding = *binding;
-  rec->thp_advised = 0;
-  rec->migrated = 0;
-  rec->owner = NULL;
-  rec->shm = h;
-  rec->shm_dev = dev;
-  rec->shm_ino = ino;
-  sicm_window_adopt(rec, h, size);
-  uint64_t generation = rec->last_generation + 1;
-  __atomic_store_n(&rec->last_generation, generation, __ATOMIC_RELEASE);
-  __atomic_store_n(&rec->live_generation, generation, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&arenas_lock);
-  return sicm_arena_handle(rec, generation);
-}
-
-sicm_arena sicm_arena_find_shared(uint64_t dev, uint64_t ino) {
+sicm_arena sc_arena_find(int (*match)(const sc_arena *a, const void *arg), const void *arg) {
   sicm_arena found = NULL;
   pthread_mutex_lock(&arenas_lock);
-  for (unsigned slot = 0; slot < SICM_ARENA_SLOTS && found == NULL; slot++) {
-    sicm_arena_rec *rec = sicm_arena_slots[slot];
-    if (rec != NULL && rec->live_generation != 0 && rec->shm != NULL && rec->shm_dev == dev &&
-        rec->shm_ino == ino)
-      found = sicm_arena_handle(rec, rec->live_generation);
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS && found == NULL; slot++) {
+    sc_arena *a = sc_arena_slots[slot];
+    if (a != NULL && a->live_generation != 0 && match(a, arg))
+      found = sc_arena_handle(a, a->live_generation);
   }
   pthread_mutex_unlock(&arenas_lock);
   return found;
 }
 
 /* Caller holds arenas_lock. */
-static int arena_destroy_locked(sicm_arena_rec *rec) {
-  pthread_mutex_lock(&rec->migrate_lock); /* an asynchronous migration finishes first */
-  __atomic_store_n(&rec->live_generation, 0, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&rec->migrate_lock);
-  if (rec->shm != NULL) { /* detach: the segment lives on for other processes */
-    sicm_window_release_all(rec);
-    rec->shm = NULL;
-    return 0;
-  }
-  /* Cached regions must go back before the arena, or they would outlive it. */
-  sicm_thread_caches_release(rec);
-  char cmd[64];
-  snprintf(cmd, sizeof cmd, "arena.%u.destroy", rec->je_index);
-  int err = mallctl(cmd, NULL, NULL, NULL, 0);
-  sicm_window_release_all(rec);
-  __atomic_store_n(&rec->held, 0, __ATOMIC_RELAXED);
-  return err == 0 ? 0 : sicm_fail(err, "jemalloc could not destroy arena %u", rec->je_index);
+static int arena_destroy_locked(sc_arena *a) {
+  pthread_mutex_lock(&a->migrate_lock); /* an asynchronous migration finishes first */
+  __atomic_store_n(&a->live_generation, 0, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&a->migrate_lock);
+  int rc = a->ops->close(a);
+  int err = errno;
+  sc_window_release_all(a);
+  __atomic_store_n(&a->held, 0, __ATOMIC_RELAXED);
+  errno = err;
+  return rc;
 }
 
 int sicm_arena_destroy(sicm_arena sa) {
   pthread_mutex_lock(&arenas_lock);
-  sicm_arena_rec *rec = sicm_arena_resolve(sa);
-  int rc = rec ? arena_destroy_locked(rec) : -1;
+  sc_arena *a = sc_arena_resolve(sa);
+  int rc = a ? arena_destroy_locked(a) : -1;
   pthread_mutex_unlock(&arenas_lock);
   return rc;
 }
 
-int sicm_arenas_release_all(void) {
+int sc_arenas_release_all(void) {
   pthread_mutex_lock(&arenas_lock);
-  for (unsigned slot = 0; slot < SICM_ARENA_SLOTS; slot++) {
-    sicm_arena_rec *rec = sicm_arena_slots[slot];
-    if (rec != NULL && rec->live_generation != 0 && !rec->library_default) {
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = sc_arena_slots[slot];
+    if (a != NULL && a->live_generation != 0 && !a->library_default) {
       pthread_mutex_unlock(&arenas_lock);
-      return sicm_fail(EBUSY, "arenas are still live; destroy them before the last sicm_fini");
+      return sc_fail(EBUSY, "arenas are still live; destroy them before the last sicm_fini");
     }
   }
-  for (unsigned slot = 0; slot < SICM_ARENA_SLOTS; slot++) {
-    sicm_arena_rec *rec = sicm_arena_slots[slot];
-    if (rec != NULL && rec->live_generation != 0)
-      arena_destroy_locked(rec);
+  int rc = 0;
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = sc_arena_slots[slot];
+    if (a != NULL && a->live_generation != 0 && arena_destroy_locked(a) != 0)
+      rc = -1; /* the last failure's detail stands; the others are destroyed */
   }
   pthread_mutex_unlock(&arenas_lock);
-  return 0;
+  return rc;
 }
 
 int sicm_arenas_list(sicm_arena *out, size_t max) {
   if (out == NULL && max > 0)
-    return sicm_fail(EINVAL, "sicm_arenas_list: out is NULL");
+    return sc_fail(EINVAL, "sicm_arenas_list: out is NULL");
   size_t count = 0;
   pthread_mutex_lock(&arenas_lock);
-  for (unsigned slot = 0; slot < SICM_ARENA_SLOTS; slot++) {
-    sicm_arena_rec *rec = sicm_arena_slots[slot];
-    if (rec == NULL || rec->live_generation == 0 || rec->library_default)
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = sc_arena_slots[slot];
+    if (a == NULL || a->live_generation == 0 || a->library_default)
       continue;
     if (count < max)
-      out[count] = sicm_arena_handle(rec, rec->live_generation);
+      out[count] = sc_arena_handle(a, a->live_generation);
     count++;
   }
   pthread_mutex_unlock(&arenas_lock);
@@ -247,48 +190,89 @@ int sicm_arenas_list(sicm_arena *out, size_t max) {
 }
 
 sicm_arena sicm_arena_lookup(const void *ptr) {
-  sicm_arena_rec *rec = sicm_window_owner(ptr);
-  if (rec == NULL)
+  sc_arena *a = sc_window_owner(ptr);
+  if (a == NULL)
     return NULL;
-  uint64_t generation = __atomic_load_n(&rec->live_generation, __ATOMIC_ACQUIRE);
-  return generation ? sicm_arena_handle(rec, generation) : NULL;
+  uint64_t generation = __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE);
+  return generation ? sc_arena_handle(a, generation) : NULL;
 }
 
-void sicm_arena_set_owner(sicm_arena sa, void *owner) {
-  sicm_arena_rec *rec = sicm_arena_resolve(sa);
-  if (rec != NULL)
-    __atomic_store_n(&rec->owner, owner, __ATOMIC_RELEASE);
+void sc_arena_set_owner(sicm_arena sa, void *owner) {
+  sc_arena *a = sc_arena_resolve(sa);
+  if (a != NULL)
+    __atomic_store_n(&a->owner, owner, __ATOMIC_RELEASE);
 }
 
-void *sicm_arena_owner_of(const void *ptr) {
-  sicm_arena_rec *rec = sicm_window_owner(ptr);
-  if (rec == NULL || __atomic_load_n(&rec->live_generation, __ATOMIC_ACQUIRE) == 0)
+void *sc_arena_owner_of(const void *ptr) {
+  sc_arena *a = sc_window_owner(ptr);
+  if (a == NULL || __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == 0)
     return NULL;
-  return __atomic_load_n(&rec->owner, __ATOMIC_ACQUIRE);
+  return __atomic_load_n(&a->owner, __ATOMIC_ACQUIRE);
 }
 
 size_t sicm_arena_size(sicm_arena sa) {
-  sicm_arena_rec *rec = sicm_arena_resolve(sa);
-  return rec ? __atomic_load_n(&rec->held, __ATOMIC_RELAXED) : 0;
+  sc_arena *a = sc_arena_resolve(sa);
+  return a ? __atomic_load_n(&a->held, __ATOMIC_RELAXED) : 0;
 }
 
 int sicm_arena_get_devices(sicm_arena sa, sicm_device **out, unsigned max) {
-  sicm_arena_rec *rec = sicm_arena_resolve(sa);
-  if (rec == NULL)
+  sc_arena *a = sc_arena_resolve(sa);
+  if (a == NULL)
     return -1;
   if (out == NULL && max > 0)
-    return sicm_fail(EINVAL, "sicm_arena_get_devices: out is NULL");
-  if (rec->shm != NULL) /* another process may have moved it */
-    shm_segment_get_binding(rec);
-  pthread_mutex_lock(&rec->window_lock);
-  unsigned n = rec->binding.ndevices;
+    return sc_fail(EINVAL, "sicm_arena_get_devices: out is NULL");
+  if (a->ops->binding_load != NULL && a->ops->binding_load(a) != 0)
+    return -1; /* another process may have moved it: the local copy may be stale */
+  pthread_mutex_lock(&a->window_lock);
+  unsigned n = a->binding.ndevices;
   for (unsigned i = 0; i < n && i < max; i++)
-    out[i] = rec->binding.devices[i];
-  pthread_mutex_unlock(&rec->window_lock);
+    out[i] = a->binding.devices[i];
+  pthread_mutex_unlock(&a->window_lock);
   return (int)n;
 }
 
 sicm_device *sicm_arena_get_device(sicm_arena sa) {
   sicm_device *first = NULL;
   return sicm_arena_get_devices(sa, &first, 1) < 0 ? NULL : first;
+}
+
+/* ---- default arenas ---- */
+
+static SC_TLS sicm_arena thread_default;
+/* The library's default arena of each node, created on first use. */
+static sicm_arena library_defaults[SC_NODES_MAX];
+static pthread_mutex_t library_defaults_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int sicm_arena_set_default(sicm_arena sa) {
+  if (sa != NULL && sc_arena_resolve(sa) == NULL)
+    return -1;
+  thread_default = sa;
+  return 0;
+}
+
+static sicm_arena default_of_node(int node) {
+  if (node < 0 || node >= SC_NODES_MAX)
+    return sc_fail_null(EINVAL, "node %d has no default arena", node);
+  sicm_arena sa = __atomic_load_n(&library_defaults[node], __ATOMIC_ACQUIRE);
+  int saved = errno;
+  if (sa != NULL && sc_arena_resolve(sa) != NULL)
+    return sa;
+  errno = saved;
+  pthread_mutex_lock(&library_defaults_lock);
+  sa = library_defaults[node];
+  if (sa == NULL || sc_arena_resolve(sa) == NULL) {
+    sicm_device *dev = sicm_device_of_node(node, 0);
+    sa = dev ? sc_je_arena_create(0, &dev, 1, SICM_ARENA_PREFERRED, 1) : NULL;
+    if (sa != NULL)
+      __atomic_store_n(&library_defaults[node], sa, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&library_defaults_lock);
+  return sa;
+}
+
+sicm_arena sicm_arena_get_default(void) {
+  if (thread_default != NULL)
+    return thread_default;
+  int node = sicm_node_self();
+  return node < 0 ? NULL : default_of_node(node);
 }

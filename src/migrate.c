@@ -16,32 +16,35 @@
 #include <numa.h>
 #include <numaif.h>
 #include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "shm.h"
+#include "arena.h"
 
 #define CHUNK_MIN ((size_t)64 << 20) /* below this per thread, one thread moves all */
 #define CHUNK_ALIGN ((size_t)2 << 20)
 
-static unsigned migrate_threads;     /* 0: not set, use the CPUs we may run on */
+/* Set by sicm_migrate_set_threads (the program's choice beats the
+ * environment's, sc_options.migrate_threads); 0: not set. */
+static unsigned migrate_threads;
 
 int sicm_migrate_set_threads(unsigned threads) {
   if (threads == 0 || threads > 256)
-    return sicm_fail(EINVAL, "migration threads must be 1 to 256, not %u", threads);
+    return sc_fail(EINVAL, "migration threads must be 1 to 256, not %u", threads);
   __atomic_store_n(&migrate_threads, threads, __ATOMIC_RELAXED);
   return 0;
 }
 
-static unsigned threads_configured(void) {
+static unsigned threads_configured(const sc_state *s) {
   unsigned n = __atomic_load_n(&migrate_threads, __ATOMIC_RELAXED);
   if (n != 0)
     return n;
-  const char *env = getenv("SICM_MIGRATE_THREADS");
-  if (env != NULL && atoi(env) > 0 && atoi(env) <= 256)
-    return (unsigned)atoi(env);
+  if (s->options.migrate_threads != 0)
+    return s->options.migrate_threads;
   cpu_set_t set;
   return sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 1;
 }
@@ -52,7 +55,7 @@ typedef struct chunk {
 } chunk;
 
 typedef struct move_job {
-  const sicm_binding *to;
+  const sc_binding *to;
   int strict;           /* pages left off the target are a failure */
   int by_mbind;         /* 4 KiB pages: one mbind(MPOL_MF_MOVE) per chunk */
   int move_flag;        /* MPOL_MF_MOVE, or MPOL_MF_MOVE_ALL for a shared arena */
@@ -66,11 +69,6 @@ typedef struct move_job {
   size_t bytes_moved;   /* atomic */
   size_t pages_failed;  /* atomic */
 } move_job;
-
-static int node_in(const sicm_binding *b, int node) {
-  const unsigned bits = 8 * sizeof(unsigned long);
-  return node >= 0 && node < 1024 && (b->nodemask[node / bits] >> (node % bits)) & 1;
-}
 
 static void job_fail(move_job *job, int err) {
   int none = 0;
@@ -96,7 +94,7 @@ static size_t keep_off_target(const move_job *job, void **pages, int *nodes, con
                               size_t n) {
   size_t kept = 0;
   for (size_t i = 0; i < n; i++)
-    if (status[i] >= 0 && !node_in(job->to, status[i])) {
+    if (status[i] >= 0 && !sc_nodemask_has(&job->to->nodes, status[i])) {
       pages[kept] = pages[i];
       nodes[kept++] = nodes[i];
     }
@@ -107,7 +105,7 @@ static size_t keep_off_target(const move_job *job, void **pages, int *nodes, con
  * moved and adds the pages that would not move to job->pages_failed. */
 static size_t batch_move(move_job *job, char *base, size_t npages, size_t first_index,
                          void **pages, int *nodes, int *status) {
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t page = sc_page_size();
   int interleave = job->to->policy == MPOL_INTERLEAVE;
   for (size_t i = 0; i < npages; i++) {
     pages[i] = base + i * page;
@@ -147,8 +145,9 @@ static size_t batch_move(move_job *job, char *base, size_t npages, size_t first_
   return (off_target - remaining) * page;
 }
 
-/* Whether the target lacks room: a failed strict move is then ENOMEM. */
-static int job_cause(const move_job *job) {
+/* The errno that describes a failed job: a failed strict move is ENOMEM
+ * when the target lacks room. */
+static int job_errno(const move_job *job) {
   if (job->error != EIO)
     return job->error;
   long long free_total = 0;
@@ -157,14 +156,14 @@ static int job_cause(const move_job *job) {
     if (numa_node_size64(job->nodes[i], &free_node) >= 0)
       free_total += free_node;
   }
-  size_t needed = job->pages_failed * (size_t)sysconf(_SC_PAGESIZE);
+  size_t needed = job->pages_failed * sc_page_size();
   return free_total < (long long)needed + (16ll << 20) ? ENOMEM : EIO;
 }
 
 /* Resident pages of [base, base + npages pages) off the target. */
 static size_t count_off_target(const move_job *job, char *base, size_t npages, void **pages,
                                int *status) {
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), off = 0;
+  size_t page = sc_page_size(), off = 0;
   for (size_t done = 0; done < npages; done += BATCH) {
     size_t n = npages - done < BATCH ? npages - done : BATCH;
     for (size_t i = 0; i < n; i++)
@@ -172,7 +171,7 @@ static size_t count_off_target(const move_job *job, char *base, size_t npages, v
     if (move_pages(0, n, pages, NULL, status, 0) < 0)
       return off;
     for (size_t i = 0; i < n; i++)
-      off += status[i] >= 0 && !node_in(job->to, status[i]);
+      off += status[i] >= 0 && !sc_nodemask_has(&job->to->nodes, status[i]);
   }
   return off;
 }
@@ -182,12 +181,12 @@ static size_t count_off_target(const move_job *job, char *base, size_t npages, v
  * than move_pages for 4 KiB pages in one thread; it holds the mmap lock for
  * writing, so it runs in one thread only.  Returns the bytes moved. */
 static size_t chunk_mbind(move_job *job, const chunk *c, void **pages, int *status) {
-  const sicm_binding *to = job->to;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), npages = c->len / page;
+  const sc_binding *to = job->to;
+  size_t page = sc_page_size(), npages = c->len / page;
   size_t off = count_off_target(job, c->base, npages, pages, status);
   unsigned flags = (unsigned)job->move_flag | (job->strict ? MPOL_MF_STRICT : 0);
   for (unsigned attempt = 0; attempt < MOVE_ATTEMPTS; attempt++) {
-    if (mbind(c->base, c->len, to->policy, to->nodemask, sizeof to->nodemask * 8, flags) == 0)
+    if (mbind(c->base, c->len, to->policy, to->nodes.bits, SC_NODES_MAX, flags) == 0)
       return off * page;
     if (errno != EIO) /* EIO: some pages did not move (busy or no room): again */
       break;
@@ -203,7 +202,7 @@ static size_t chunk_mbind(move_job *job, const chunk *c, void **pages, int *stat
 
 static void *move_worker(void *arg) {
   move_job *job = arg;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t page = sc_page_size();
   void **pages = malloc(BATCH * sizeof *pages);
   int *nodes = malloc(BATCH * sizeof *nodes), *status = malloc(BATCH * sizeof *status);
   if (!pages || !nodes || !status)
@@ -233,7 +232,7 @@ static void *move_worker(void *arg) {
 
 /* Splits the used part of the windows into chunks for `threads` movers;
  * returns the chunk count or -1. */
-static int chunks_plan(const sicm_window *w, unsigned nwindows, unsigned threads, chunk **out) {
+static int chunks_plan(const sc_window *w, unsigned nwindows, unsigned threads, chunk **out) {
   size_t used = 0;
   for (unsigned i = 0; i < nwindows; i++)
     used += w[i].used;
@@ -245,7 +244,7 @@ static int chunks_plan(const sicm_window *w, unsigned nwindows, unsigned threads
   chunk *chunks = calloc(cap ? cap : 1, sizeof *chunks);
   if (chunks == NULL)
     return -1;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t page = sc_page_size();
   for (unsigned i = 0; i < nwindows; i++) {
     size_t used_end = (w[i].used + page - 1) & ~(page - 1);
     for (size_t off = 0; off < used_end; off += piece)
@@ -255,9 +254,19 @@ static int chunks_plan(const sicm_window *w, unsigned nwindows, unsigned threads
   return (int)n;
 }
 
-/* Moves the used part of the windows to `to` with `nthreads` movers;
- * returns 0 or an errno.  The policy of the windows is set by the caller. */
-static int windows_move(const sicm_window *w, unsigned nwindows, const sicm_binding *to,
+static const char *cause_text(int err) {
+  switch (err) {
+  case ENOMEM: return "the target devices lack free memory for the arena's pages";
+  case EIO: return "some pages could not be moved (pinned or busy)";
+  case EPERM: return "moving pages mapped by several processes needs CAP_SYS_NICE";
+  case ECANCELED: return "the migration was cancelled";
+  default: return strerror(err);
+  }
+}
+
+/* Moves the used part of the windows to `to`; 0, or -1 with errno and the
+ * cause.  The policy of the windows is set by the caller. */
+static int windows_move(const sc_window *w, unsigned nwindows, const sc_binding *to,
                         int strict, int huge, int move_flag, const int *cancel,
                         sicm_migration_report *report) {
   size_t used = 0;
@@ -266,7 +275,7 @@ static int windows_move(const sicm_window *w, unsigned nwindows, const sicm_bind
   /* Huge pages: parallel move_pages.  4 KiB pages: one thread with mbind;
    * in the TCG guest, parallel movers of 4 KiB pages were slower than one
    * (every unmap then needs a TLB-shootdown IPI to the other mover's CPU). */
-  unsigned nthreads = huge ? threads_configured() : 1;
+  unsigned nthreads = huge ? threads_configured(sc_state_get()) : 1;
   if (used / CHUNK_MIN < nthreads)
     nthreads = used / CHUNK_MIN > 0 ? (unsigned)(used / CHUNK_MIN) : 1;
   move_job job = {.to = to, .strict = strict, .by_mbind = !huge, .move_flag = move_flag,
@@ -275,7 +284,7 @@ static int windows_move(const sicm_window *w, unsigned nwindows, const sicm_bind
     job.nodes[i] = to->devices[i]->node;
   int n = chunks_plan(w, nwindows, nthreads, &job.chunks);
   if (n < 0)
-    return ENOMEM;
+    return sc_fail(ENOMEM, "out of memory planning the migration");
   job.nchunks = (unsigned)n;
   pthread_t helpers[256];
   unsigned started = 0;
@@ -290,23 +299,21 @@ static int windows_move(const sicm_window *w, unsigned nwindows, const sicm_bind
   report->pages_failed += job.pages_failed;
   report->threads = started + 1;
   if (job.error == 0 && job.next < job.nchunks) /* stopped early: cancelled */
-    return ECANCELED;
-  return job.error ? job_cause(&job) : 0;
+    return sc_fail(ECANCELED, "%s", cause_text(ECANCELED));
+  if (job.error == 0)
+    return 0;
+  int err = job_errno(&job);
+  return sc_fail(err, "%s", cause_text(err));
 }
 
 /* Binds every window to `to` (no page moves: cheap), so that pages touched
- * from now on fault in on the target. */
-static int windows_bind(const sicm_window *w, unsigned n, const sicm_binding *to) {
+ * from now on fault in on the target; 0 or -1. */
+static int windows_bind(const sc_window *w, unsigned n, const sc_binding *to) {
   for (unsigned i = 0; i < n; i++)
-    if (mbind(w[i].base, w[i].size, to->policy, to->nodemask, sizeof to->nodemask * 8, 0) != 0)
-      return errno;
+    if (mbind(w[i].base, w[i].size, to->policy, to->nodes.bits, SC_NODES_MAX, 0) != 0)
+      return sc_fail(errno, "mbind of the arena's windows to the target failed: %s",
+                     strerror(errno));
   return 0;
-}
-
-static unsigned windows_snapshot(sicm_arena_rec *rec, sicm_window *out) {
-  unsigned n = rec->nwindows;
-  memcpy(out, rec->windows, n * sizeof *out);
-  return n;
 }
 
 static uint64_t now_ns(void) {
@@ -315,105 +322,94 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* The whole migration of one arena; rec->migrate_lock held by the caller. */
-static int migrate_locked(sicm_arena_rec *rec, const sicm_binding *to, const int *cancel,
+/* Back to where the arena was after a failed move: its binding, then every
+ * page it has.  Best effort: what does not move back stays where it is,
+ * and the migration's own failure is what the caller reports. */
+static void migrate_roll_back(sc_arena *a, const sc_binding *from, int huge) {
+  sc_window windows[SC_WINDOWS_MAX];
+  pthread_mutex_lock(&a->window_lock);
+  a->binding = *from;
+  pthread_mutex_unlock(&a->window_lock);
+  unsigned n = sc_window_snapshot(a, windows);
+  sicm_migration_report back = {0};
+  if (windows_bind(windows, n, from) == 0)
+    windows_move(windows, n, from, 0, huge, a->ops->move_flag, NULL, &back);
+}
+
+/* Moves the arena; a->migrate_lock held by the caller.  0, or -1 with
+ * errno and detail, the arena rolled back; the report either way. */
+static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
                           sicm_migration_report *report) {
-  sicm_window windows[SICM_WINDOWS_MAX];
+  sc_window windows[SC_WINDOWS_MAX];
   uint64_t start = now_ns();
   *report = (sicm_migration_report){0};
-  /* A shared arena's pages may be mapped by several processes, which only
-   * MPOL_MF_MOVE_ALL moves; and pages only other processes touched must be
-   * mapped here to be seen at all. */
-  int move_flag = rec->shm ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE;
-  if (rec->shm != NULL) {
-    /* Two processes moving the arena at once would leave its pages split
-     * between their targets and the header naming one of them. */
-    int err = shm_migrate_lock(rec->shm);
-    if (err != 0) {
-      report->error = err;
-      return err;
-    }
-    shm_segment_get_binding(rec);
-    shm_segment_map_resident(rec);
+  /* An arena other processes share: they must not move it meanwhile, its
+   * binding may have changed there, and pages only they touched must be
+   * mapped here to be moved at all. */
+  if (a->ops->move_begin != NULL && a->ops->move_begin(a) != 0) {
+    report->error = errno;
+    return -1;
   }
   /* New binding first (windows reserved from now on get it), then the
    * windows' policy, then a snapshot of what is used: every page touched
    * after the policy changed is already on the target. */
-  pthread_mutex_lock(&rec->window_lock);
-  sicm_binding from = rec->binding;
-  rec->binding = *to;
-  unsigned n = windows_snapshot(rec, windows);
-  pthread_mutex_unlock(&rec->window_lock);
-  int err = windows_bind(windows, n, to);
-  pthread_mutex_lock(&rec->window_lock);
-  n = windows_snapshot(rec, windows);
-  pthread_mutex_unlock(&rec->window_lock);
+  pthread_mutex_lock(&a->window_lock);
+  sc_binding from = a->binding;
+  a->binding = *to;
+  pthread_mutex_unlock(&a->window_lock);
+  unsigned n = sc_window_snapshot(a, windows);
+  int rc = windows_bind(windows, n, to);
+  n = sc_window_snapshot(a, windows);
   /* Preferred placement may leave pages elsewhere; only binding is strict. */
   int strict = to->policy == MPOL_BIND || to->policy == MPOL_INTERLEAVE;
-  int huge = (rec->flags & SICM_ARENA_HUGEPAGES) || __atomic_load_n(&rec->thp_advised, __ATOMIC_RELAXED);
-  if (err == 0)
-    err = windows_move(windows, n, to, strict, huge, move_flag, cancel, report);
-  if (err != 0) {
-    /* Back to where the arena was: its binding, then every page it has. */
-    pthread_mutex_lock(&rec->window_lock);
-    rec->binding = from;
-    n = windows_snapshot(rec, windows);
-    pthread_mutex_unlock(&rec->window_lock);
-    windows_bind(windows, n, &from);
-    sicm_migration_report back = {0};
-    windows_move(windows, n, &from, 0, huge, move_flag, NULL, &back);
-  } else if (rec->shm != NULL) {
-    shm_segment_set_binding(rec, to);
+  int huge = (a->flags & SICM_ARENA_HUGEPAGES) || __atomic_load_n(&a->thp_advised, __ATOMIC_RELAXED);
+  if (rc == 0)
+    rc = windows_move(windows, n, to, strict, huge, a->ops->move_flag, cancel, report);
+  int err = rc ? errno : 0;
+  if (rc != 0) {
+    char cause[256];
+    snprintf(cause, sizeof cause, "%s", sicm_error_detail());
+    migrate_roll_back(a, &from, huge);
+    sc_fail(err, "arena migration failed and was rolled back: %s (%zu pages failed)", cause,
+            report->pages_failed);
   }
-  if (rec->shm != NULL)
-    shm_migrate_unlock(rec->shm);
+  if (a->ops->move_end != NULL && a->ops->move_end(a, rc == 0) != 0 && rc == 0) {
+    rc = -1; /* the pages moved, but other processes were not told */
+    err = errno;
+  }
   report->error = err;
   report->nanoseconds = now_ns() - start;
-  rec->last_migration = *report;
-  rec->migrated = 1;
-  return err;
-}
-
-static const char *cause_text(int err) {
-  switch (err) {
-  case ENOMEM: return "the target devices lack free memory for the arena's pages";
-  case EIO: return "some pages could not be moved (pinned or busy)";
-  case EPERM: return "moving pages mapped by several processes needs CAP_SYS_NICE";
-  case ECANCELED: return "the migration was cancelled";
-  default: return strerror(err);
-  }
+  a->last_migration = *report;
+  a->migrated = 1;
+  errno = err;
+  return rc;
 }
 
 /* Checks arguments and builds the target binding; the live arena or NULL. */
-static sicm_arena_rec *migrate_prepare(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,
-                                       unsigned flags, sicm_binding *to) {
-  sicm_state *s = sicm_state_get();
-  sicm_arena_rec *rec = s ? sicm_arena_resolve(sa) : NULL;
-  if (rec == NULL)
+static sc_arena *migrate_prepare(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,
+                                       unsigned flags, sc_binding *to) {
+  sc_state *s = sc_state_get();
+  sc_arena *a = s ? sc_arena_resolve(sa) : NULL;
+  if (a == NULL)
     return NULL;
   if (flags & (SICM_ARENA_HUGEPAGES | SICM_ARENA_NOHUGEPAGES))
-    return sicm_fail_null(EINVAL, "huge-page flags belong to sicm_arena_create_devices");
-  return sicm_binding_make(s, devs, ndevs, flags, to) == 0 ? rec : NULL;
-}
-
-static int migrate_finish(int err, const sicm_migration_report *report) {
-  if (err == 0)
-    return 0;
-  return sicm_fail(err, "arena migration failed and was rolled back: %s (%zu pages failed)",
-                   cause_text(err), report->pages_failed);
+    return sc_fail_null(EINVAL, "huge-page flags belong to sicm_arena_create_devices");
+  return sc_binding_make(s, devs, ndevs, flags, to) == 0 ? a : NULL;
 }
 
 int sicm_arena_set_devices(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,
                            unsigned flags) {
-  sicm_binding to;
-  sicm_arena_rec *rec = migrate_prepare(sa, devs, ndevs, flags, &to);
-  if (rec == NULL)
+  sc_binding to;
+  sc_arena *a = migrate_prepare(sa, devs, ndevs, flags, &to);
+  if (a == NULL)
     return -1;
   sicm_migration_report report;
-  pthread_mutex_lock(&rec->migrate_lock);
-  int err = migrate_locked(rec, &to, NULL, &report);
-  pthread_mutex_unlock(&rec->migrate_lock);
-  return migrate_finish(err, &report);
+  pthread_mutex_lock(&a->migrate_lock);
+  int rc = migrate_locked(a, &to, NULL, &report);
+  int err = errno;
+  pthread_mutex_unlock(&a->migrate_lock);
+  errno = err;
+  return rc;
 }
 
 int sicm_arena_set_device(sicm_arena sa, sicm_device *dev) {
@@ -421,79 +417,83 @@ int sicm_arena_set_device(sicm_arena sa, sicm_device *dev) {
 }
 
 int sicm_arena_last_migration(sicm_arena sa, sicm_migration_report *report) {
-  sicm_arena_rec *rec = sicm_arena_resolve(sa);
-  if (rec == NULL)
+  sc_arena *a = sc_arena_resolve(sa);
+  if (a == NULL)
     return -1;
   if (report == NULL)
-    return sicm_fail(EINVAL, "sicm_arena_last_migration: report is NULL");
-  pthread_mutex_lock(&rec->migrate_lock);
-  int migrated = rec->migrated;
-  *report = rec->last_migration;
-  pthread_mutex_unlock(&rec->migrate_lock);
-  return migrated ? 0 : sicm_fail(ENOENT, "the arena was never migrated");
+    return sc_fail(EINVAL, "sicm_arena_last_migration: report is NULL");
+  pthread_mutex_lock(&a->migrate_lock);
+  int migrated = a->migrated;
+  *report = a->last_migration;
+  pthread_mutex_unlock(&a->migrate_lock);
+  return migrated ? 0 : sc_fail(ENOENT, "the arena was never migrated");
 }
 
 /* ---- asynchronous migrations ---- */
 
 struct sicm_migration {
   pthread_t thread;
-  sicm_arena_rec *rec;
-  sicm_binding to;
+  sc_arena *arena;
+  sc_binding to;
   int cancel;                      /* atomic */
   int done;                        /* atomic */
-  int error;
+  int error;                       /* errno of a failed migration, 0 */
+  char detail[256];                /* its description, from the mover thread */
   sicm_migration_report report;
 };
 
 static void *migration_thread(void *arg) {
   sicm_migration *m = arg;
-  pthread_mutex_lock(&m->rec->migrate_lock);
-  m->error = migrate_locked(m->rec, &m->to, &m->cancel, &m->report);
-  pthread_mutex_unlock(&m->rec->migrate_lock);
+  pthread_mutex_lock(&m->arena->migrate_lock);
+  if (migrate_locked(m->arena, &m->to, &m->cancel, &m->report) != 0) {
+    m->error = errno;
+    snprintf(m->detail, sizeof m->detail, "%s", sicm_error_detail());
+  }
+  pthread_mutex_unlock(&m->arena->migrate_lock);
   __atomic_store_n(&m->done, 1, __ATOMIC_RELEASE);
   return NULL;
 }
 
 sicm_migration *sicm_arena_set_devices_async(sicm_arena sa, sicm_device *const *devs,
                                              unsigned ndevs, unsigned flags) {
-  sicm_binding to;
-  sicm_arena_rec *rec = migrate_prepare(sa, devs, ndevs, flags, &to);
-  if (rec == NULL)
+  sc_binding to;
+  sc_arena *a = migrate_prepare(sa, devs, ndevs, flags, &to);
+  if (a == NULL)
     return NULL;
   sicm_migration *m = calloc(1, sizeof *m);
   if (m == NULL)
-    return sicm_fail_null(ENOMEM, "out of memory");
-  m->rec = rec;
+    return sc_fail_null(ENOMEM, "out of memory");
+  m->arena = a;
   m->to = to;
   if (pthread_create(&m->thread, NULL, migration_thread, m) != 0) {
     free(m);
-    return sicm_fail_null(EAGAIN, "no thread could be started for the migration");
+    return sc_fail_null(EAGAIN, "no thread could be started for the migration");
   }
   return m;
 }
 
 int sicm_migration_poll(const sicm_migration *m) {
   if (m == NULL)
-    return sicm_fail(EINVAL, "sicm_migration_poll: NULL migration");
+    return sc_fail(EINVAL, "sicm_migration_poll: NULL migration");
   return __atomic_load_n(&m->done, __ATOMIC_ACQUIRE);
 }
 
 int sicm_migration_cancel(sicm_migration *m) {
   if (m == NULL)
-    return sicm_fail(EINVAL, "sicm_migration_cancel: NULL migration");
+    return sc_fail(EINVAL, "sicm_migration_cancel: NULL migration");
   __atomic_store_n(&m->cancel, 1, __ATOMIC_RELAXED);
   return 0;
 }
 
 int sicm_migration_wait(sicm_migration *m, sicm_migration_report *report) {
   if (m == NULL)
-    return sicm_fail(EINVAL, "sicm_migration_wait: NULL migration");
+    return sc_fail(EINVAL, "sicm_migration_wait: NULL migration");
   pthread_join(m->thread, NULL);
   if (report != NULL)
     *report = m->report;
-  int rc = migrate_finish(m->error, &m->report);
-  int err = errno;
+  int err = m->error;
+  if (err != 0)
+    sc_fail(err, "%s", m->detail);
   free(m);
-  errno = err;
-  return rc;
+  return err ? -1 : 0;
 }

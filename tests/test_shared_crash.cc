@@ -8,7 +8,7 @@
 
 #include "shared_test.h"
 
-extern "C" void sicm__shm_crash_at(long update, unsigned step);
+extern "C" void sc_shm_crash_at(long update, unsigned step);
 
 namespace {
 
@@ -31,7 +31,7 @@ TrialResult KillTrial(sicm_device *dev, unsigned trial, bool inside, std::mt1993
   unsigned crash_step = rng() % 8;
   pid_t victim = fork();
   if (victim == 0) {
-    if (inside) sicm__shm_crash_at(crash_update, crash_step);
+    if (inside) sc_shm_crash_at(crash_update, crash_step);
     __atomic_fetch_add(&box->ready, 1, __ATOMIC_RELEASE);
     Traffic(a, box, 100 + trial, -1, &box->victim_live);
     _exit(inside ? 70 : 0);  // an inside victim must not get here

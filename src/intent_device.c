@@ -5,38 +5,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "devices.h"
 
 #define MAX_CANDIDATES 256
 
 /* The node nearest a PCI device: the CPUs of its first non-I/O ancestor. */
 static int node_of_pci(const char *busid) {
-  hwloc_topology_t hw;
-  if (hwloc_topology_init(&hw) != 0)
-    return sicm_fail(ENOMEM, "hwloc_topology_init failed");
-  hwloc_topology_set_io_types_filter(hw, HWLOC_TYPE_FILTER_KEEP_ALL);
-  /* PCI from Linux sysfs: the libpciaccess plugin leaks at every load. */
-  hwloc_topology_set_components(hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
-  int node = -1;
-  if (hwloc_topology_load(hw) != 0) {
-    sicm_fail(EIO, "hwloc could not load the topology");
+  hwloc_topology_t hw = sc_topo_load_hwloc(1);
+  if (hw == NULL)
+    return -1;
+  hwloc_obj_t dev = hwloc_get_pcidev_by_busidstring(hw, busid);
+  hwloc_obj_t near = dev ? hwloc_get_non_io_ancestor_obj(hw, dev) : NULL;
+  int node = -1, ncpus = near ? hwloc_bitmap_weight(near->cpuset) : -1;
+  unsigned *cpus = ncpus > 0 ? calloc((size_t)ncpus, sizeof *cpus) : NULL;
+  if (near == NULL || ncpus <= 0) {
+    sc_fail(ENOENT, "no PCI device %s, or no CPUs near it", busid);
+  } else if (cpus == NULL) {
+    sc_fail(ENOMEM, "out of memory");
   } else {
-    hwloc_obj_t dev = hwloc_get_pcidev_by_busidstring(hw, busid);
-    hwloc_obj_t near = dev ? hwloc_get_non_io_ancestor_obj(hw, dev) : NULL;
-    if (near == NULL) {
-      sicm_fail(ENOENT, "no PCI device %s", busid);
-    } else {
-      unsigned cpus[1024];
-      size_t n = 0;
-      int cpu;
-      hwloc_bitmap_foreach_begin(cpu, near->cpuset) {
-        if (n < sizeof cpus / sizeof cpus[0])
-          cpus[n++] = (unsigned)cpu;
-      }
-      hwloc_bitmap_foreach_end();
-      node = sicm_node_of_cpus(cpus, n);
+    size_t n = 0;
+    int cpu;
+    hwloc_bitmap_foreach_begin(cpu, near->cpuset) {
+      cpus[n++] = (unsigned)cpu;
     }
+    hwloc_bitmap_foreach_end();
+    node = sicm_node_of_cpus(cpus, n);
   }
+  free(cpus);
   hwloc_topology_destroy(hw);
   return node;
 }
@@ -91,15 +86,15 @@ static int meets(const sicm_rank_entry *e, uint64_t limit, int upper) {
 }
 
 sicm_device *sicm_device_for_intent(const sicm_intent *intent) {
-  sicm_state *s = sicm_state_get();
+  sc_state *s = sc_state_get();
   if (s == NULL)
     return NULL;
   if (intent == NULL)
-    return sicm_fail_null(EINVAL, "sicm_device_for_intent: NULL intent");
+    return sc_fail_null(EINVAL, "sicm_device_for_intent: NULL intent");
   if (intent->wants & ~(unsigned)(SICM_INTENT_BANDWIDTH | SICM_INTENT_LATENCY | SICM_INTENT_CAPACITY))
-    return sicm_fail_null(EINVAL, "unknown wishes 0x%x", intent->wants);
-  if (intent->device != NULL && !sicm_device_is_known(s, intent->device))
-    return sicm_fail_null(EINVAL, "the intent's device is not from sicm_devices()");
+    return sc_fail_null(EINVAL, "unknown wishes 0x%x", intent->wants);
+  if (intent->device != NULL && !sc_device_is_known(s, intent->device))
+    return sc_fail_null(EINVAL, "the intent's device is not from sicm_devices()");
   int node = intent_initiator(intent);
   if (node < 0)
     return NULL;
@@ -110,7 +105,7 @@ sicm_device *sicm_device_for_intent(const sicm_intent *intent) {
   for (int c = 0; c < 3 && !failed; c++) {
     order[c] = calloc(MAX_CANDIDATES, sizeof *order[c]);
     if (order[c] == NULL)
-      failed = sicm_fail(ENOMEM, "out of memory");
+      failed = sc_fail(ENOMEM, "out of memory");
     else if ((counts[c] = sicm_rank(criteria[c], node, order[c], MAX_CANDIDATES, NULL)) < 0)
       failed = -1;
     else if (counts[c] > MAX_CANDIDATES)
@@ -123,7 +118,7 @@ sicm_device *sicm_device_for_intent(const sicm_intent *intent) {
   }
   candidate cands[MAX_CANDIDATES];
   unsigned ncands = 0;
-  int self = sicm_topo_index(&s->topo, node);
+  int self = sc_topo_index(&s->topo, node);
   for (unsigned i = 0; i < s->devices.count && ncands < MAX_CANDIDATES; i++) {
     sicm_device *dev = &s->devices.devices[i];
     if (dev->huge || (intent->device != NULL && dev != intent->device))
@@ -140,13 +135,13 @@ sicm_device *sicm_device_for_intent(const sicm_intent *intent) {
     unsigned score = (intent->wants & SICM_INTENT_BANDWIDTH ? pos_bw : 0) +
                      (intent->wants & SICM_INTENT_LATENCY ? pos_lat : 0) +
                      (intent->wants & SICM_INTENT_CAPACITY ? pos_cap : 0);
-    unsigned target = (unsigned)sicm_topo_index(&s->topo, dev->node);
-    cands[ncands++] = (candidate){dev, score, sicm_topo_distance(&s->topo, (unsigned)self, target)};
+    unsigned target = (unsigned)sc_topo_index(&s->topo, dev->node);
+    cands[ncands++] = (candidate){dev, score, sc_topo_distance(&s->topo, (unsigned)self, target)};
   }
   for (int c = 0; c < 3; c++)
     free(order[c]);
   if (ncands == 0)
-    return sicm_fail_null(ENODEV, "no device meets the intent's constraints");
+    return sc_fail_null(ENODEV, "no device meets the intent's constraints");
   qsort(cands, ncands, sizeof *cands, candidate_compare);
   return cands[0].device;
 }

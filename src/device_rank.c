@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "devices.h"
 
 typedef struct rank_item {
   sicm_rank_entry entry;
@@ -27,15 +27,15 @@ static int rank_item_compare(const void *a, const void *b) {
 
 /* Fills value/source for one device; returns 0 when the criterion has no
  * value for it. */
-static int rank_value(const sicm_topo *topo, sicm_rank_by by, unsigned initiator,
+static int rank_value(const sc_topo *topo, sicm_rank_by by, unsigned initiator,
                       unsigned target, const sicm_device *dev, sicm_rank_entry *entry) {
-  sicm_perf_cell seen;
+  sc_perf_cell seen;
   switch (by) {
   case SICM_RANK_BANDWIDTH:
   case SICM_RANK_LATENCY:
-    seen = sicm_perf_seen_from(topo, initiator, target);
-    entry->value = by == SICM_RANK_BANDWIDTH ? sicm_perf_bandwidth(&seen)
-                                             : sicm_perf_latency(&seen);
+    seen = sc_perf_seen_from(topo, initiator, target);
+    entry->value = by == SICM_RANK_BANDWIDTH ? sc_perf_bandwidth(&seen)
+                                             : sc_perf_latency(&seen);
     entry->source = seen.source;
     return entry->value != 0;
   case SICM_RANK_CAPACITY:
@@ -43,7 +43,7 @@ static int rank_value(const sicm_topo *topo, sicm_rank_by by, unsigned initiator
     entry->source = SICM_SOURCE_TOPOLOGY;
     return 1;
   default:
-    entry->value = sicm_topo_distance(topo, initiator, target);
+    entry->value = sc_topo_distance(topo, initiator, target);
     entry->source = SICM_SOURCE_TOPOLOGY;
     return 1;
   }
@@ -61,29 +61,29 @@ static int source_weakness(sicm_source s) {
 
 int sicm_rank(sicm_rank_by by, int initiator, sicm_rank_entry *out, size_t max,
               sicm_source *source) {
-  sicm_state *s = sicm_state_get();
+  sc_state *s = sc_state_get();
   if (s == NULL)
     return -1;
   if ((unsigned)by > SICM_RANK_NEAREST)
-    return sicm_fail(EINVAL, "sicm_rank: unknown criterion %d", (int)by);
+    return sc_fail(EINVAL, "sicm_rank: unknown criterion %d", (int)by);
   if (out == NULL && max > 0)
-    return sicm_fail(EINVAL, "sicm_rank: out is NULL");
+    return sc_fail(EINVAL, "sicm_rank: out is NULL");
   int node = initiator == SICM_INITIATOR_SELF ? sicm_node_self() : initiator;
-  int init = sicm_topo_index(&s->topo, node);
+  int init = sc_topo_index(&s->topo, node);
   if (init < 0 || !s->topo.nodes[init].has_cpus)
-    return sicm_fail(EINVAL, "sicm_rank: initiator %d is not a NUMA node with CPUs", initiator);
+    return sc_fail(EINVAL, "sicm_rank: initiator %d is not a NUMA node with CPUs", initiator);
 
   unsigned n = s->devices.count;
   rank_item *items = calloc(n, sizeof *items);
   if (items == NULL)
-    return sicm_fail(ENOMEM, "sicm_rank: out of memory");
+    return sc_fail(ENOMEM, "sicm_rank: out of memory");
   int complete = 1;
   sicm_source weakest = SICM_SOURCE_FIRMWARE;
   for (unsigned i = 0; i < n; i++) {
     sicm_device *dev = &s->devices.devices[i];
-    unsigned target = (unsigned)sicm_topo_index(&s->topo, dev->node);
+    unsigned target = (unsigned)sc_topo_index(&s->topo, dev->node);
     items[i].entry.device = dev;
-    items[i].distance = sicm_topo_distance(&s->topo, (unsigned)init, target);
+    items[i].distance = sc_topo_distance(&s->topo, (unsigned)init, target);
     items[i].higher_first = by == SICM_RANK_BANDWIDTH || by == SICM_RANK_CAPACITY;
     complete &= rank_value(&s->topo, by, (unsigned)init, target, dev, &items[i].entry);
     if (source_weakness(items[i].entry.source) > source_weakness(weakest))

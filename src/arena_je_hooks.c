@@ -1,48 +1,68 @@
-/* extent_hooks.c: the jemalloc extent hooks of every arena.  They carve
- * extents from the arena's windows, open and close pages with mprotect,
- * and count committed bytes against the arena's maxsize.  They never call
- * mallctl (that deadlocks inside arenas.create and arena.<i>.destroy). */
+/* arena_je_hooks.c: the jemalloc extent hooks of every private arena.
+ * They carve extents from the arena's windows, open and close pages with
+ * mprotect, and count committed bytes against the arena's maxsize.  They
+ * never call mallctl (that deadlocks inside arenas.create and
+ * arena.<i>.destroy).  jemalloc turns a failed hook into NULL without a
+ * cause, so a hook that fails describes why (sc_fail) and raises
+ * sc_je_hook_failed for the allocation call to pass the cause on. */
+#include <errno.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "arena_je.h"
 
-static sicm_arena_rec *hooks_arena(extent_hooks_t *hooks) { return (sicm_arena_rec *)hooks; }
+SC_TLS int sc_je_hook_failed;
+
+static sc_arena *hooks_arena(extent_hooks_t *hooks) { return ((sc_je_arena *)hooks)->arena; }
+
+static bool hook_fail(void) {
+  sc_je_hook_failed = 1;
+  return false;
+}
 
 /* Adds len to the arena's committed bytes unless that exceeds maxsize. */
-static bool held_reserve(sicm_arena_rec *rec, size_t len) {
-  size_t held = __atomic_load_n(&rec->held, __ATOMIC_RELAXED);
+static bool held_reserve(sc_arena *a, size_t len) {
+  size_t held = __atomic_load_n(&a->held, __ATOMIC_RELAXED);
   do {
-    if (rec->maxsize != 0 && (held + len > rec->maxsize || held + len < held))
-      return false;
-  } while (!__atomic_compare_exchange_n(&rec->held, &held, held + len, true, __ATOMIC_RELAXED,
+    if (a->maxsize != 0 && (held + len > a->maxsize || held + len < held)) {
+      sc_fail(ENOMEM, "%zu more bytes would pass maxsize %zu (held %zu)", len, a->maxsize,
+              held);
+      return hook_fail();
+    }
+  } while (!__atomic_compare_exchange_n(&a->held, &held, held + len, true, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED));
-  if (held + len >= SICM_THP_THRESHOLD && held < SICM_THP_THRESHOLD)
-    sicm_window_advise_huge(rec);
+  if (held + len >= SC_THP_THRESHOLD && held < SC_THP_THRESHOLD)
+    sc_window_advise_huge(a);
   return true;
 }
 
-static void held_release(sicm_arena_rec *rec, size_t len) {
-  __atomic_fetch_sub(&rec->held, len, __ATOMIC_RELAXED);
+static void held_release(sc_arena *a, size_t len) {
+  __atomic_fetch_sub(&a->held, len, __ATOMIC_RELAXED);
 }
 
 static bool pages_open(void *addr, size_t len) {
-  return mprotect(addr, len, PROT_READ | PROT_WRITE) == 0;
+  if (mprotect(addr, len, PROT_READ | PROT_WRITE) == 0)
+    return true;
+  sc_fail(errno, "mprotect could not open %zu bytes of the window: %s", len, strerror(errno));
+  return hook_fail();
 }
 
 static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size_t alignment,
                         bool *zero, bool *commit, unsigned arena_ind) {
-  sicm_arena_rec *rec = hooks_arena(hooks);
-  if (*commit && !held_reserve(rec, size))
+  sc_arena *a = hooks_arena(hooks);
+  if (*commit && !held_reserve(a, size))
     return NULL;
-  pthread_mutex_lock(&rec->window_lock);
-  void *p = sicm_window_take(rec, new_addr, size, alignment);
-  pthread_mutex_unlock(&rec->window_lock);
+  pthread_mutex_lock(&a->window_lock);
+  void *p = sc_window_take(a, new_addr, size, alignment);
+  pthread_mutex_unlock(&a->window_lock);
+  if (p == NULL)
+    hook_fail();
   if (p == NULL || (*commit && !pages_open(p, size))) {
     /* Address space taken but not opened stays reserved: jemalloc never
      * hands it back to us, and it costs no memory. */
     if (*commit)
-      held_release(rec, size);
+      held_release(a, size);
     return NULL;
   }
   *zero = true; /* never-opened window pages read as zero */
@@ -64,11 +84,11 @@ static void hook_destroy(extent_hooks_t *hooks, void *addr, size_t size, bool co
 
 static bool hook_commit(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                         size_t length, unsigned arena_ind) {
-  sicm_arena_rec *rec = hooks_arena(hooks);
-  if (!held_reserve(rec, length))
+  sc_arena *a = hooks_arena(hooks);
+  if (!held_reserve(a, length))
     return true;
   if (!pages_open((char *)addr + offset, length)) {
-    held_release(rec, length);
+    held_release(a, length);
     return true;
   }
   return false;
@@ -104,7 +124,7 @@ static bool hook_merge(extent_hooks_t *hooks, void *addr_a, size_t size_a, void 
   return false;
 }
 
-void sicm_extent_hooks_init(extent_hooks_t *hooks) {
+void sc_je_hooks_init(extent_hooks_t *hooks) {
   *hooks = (extent_hooks_t){hook_alloc,        hook_dalloc,       hook_destroy,
                             hook_commit,       hook_decommit,     hook_purge_lazy,
                             hook_purge_forced, hook_split,        hook_merge};

@@ -2,20 +2,20 @@
  * of memory it is.  The platform often reports a memory-only node only for
  * its nearest initiator; from farther initiators the value is estimated by
  * scaling with the ratio of NUMA distances (bandwidth down, latency up). */
-#include "internal.h"
+#include "devices.h"
 
 static uint64_t scale(uint64_t value, unsigned num, unsigned den) {
   return den == 0 ? 0 : (value * num + den / 2) / den;
 }
 
-sicm_perf_cell sicm_perf_seen_from(const sicm_topo *topo, unsigned initiator, unsigned target) {
-  sicm_perf_cell seen = *sicm_topo_perf(topo, initiator, target);
-  int nearest = sicm_topo_nearest_initiator(topo, target);
+sc_perf_cell sc_perf_seen_from(const sc_topo *topo, unsigned initiator, unsigned target) {
+  sc_perf_cell seen = *sc_topo_perf(topo, initiator, target);
+  int nearest = sc_topo_nearest_initiator(topo, target);
   if (nearest < 0 || (unsigned)nearest == initiator)
     return seen;
-  const sicm_perf_cell *ref = sicm_topo_perf(topo, (unsigned)nearest, target);
-  unsigned d_ref = sicm_topo_distance(topo, (unsigned)nearest, target);
-  unsigned d_seen = sicm_topo_distance(topo, initiator, target);
+  const sc_perf_cell *ref = sc_topo_perf(topo, (unsigned)nearest, target);
+  unsigned d_ref = sc_topo_distance(topo, (unsigned)nearest, target);
+  unsigned d_seen = sc_topo_distance(topo, initiator, target);
   int estimated = 0;
 #define SICM_ESTIMATE(field, num, den)                 \
   if (seen.field == 0 && ref->field != 0) {            \
@@ -39,28 +39,28 @@ static uint64_t mean_known(uint64_t a, uint64_t b) {
   return a ? a : b;
 }
 
-uint64_t sicm_perf_bandwidth(const sicm_perf_cell *cell) {
+uint64_t sc_perf_bandwidth(const sc_perf_cell *cell) {
   return mean_known(cell->read_bandwidth, cell->write_bandwidth);
 }
 
-uint64_t sicm_perf_latency(const sicm_perf_cell *cell) {
+uint64_t sc_perf_latency(const sc_perf_cell *cell) {
   return mean_known(cell->read_latency, cell->write_latency);
 }
 
 /* A node with CPUs is DRAM.  A memory-only node is compared with the DRAM
  * of its nearest initiator: more bandwidth makes HBM, less makes capacity
  * memory; at equal bandwidth, higher latency makes capacity memory. */
-sicm_device_kind sicm_classify(const sicm_topo *topo, unsigned target, sicm_source *source) {
+sicm_device_kind sc_classify(const sc_topo *topo, unsigned target, sicm_source *source) {
   *source = SICM_SOURCE_TOPOLOGY;
   if (topo->nodes[target].has_cpus)
     return SICM_KIND_DRAM;
-  int init = sicm_topo_nearest_initiator(topo, target);
+  int init = sc_topo_nearest_initiator(topo, target);
   if (init < 0)
     return SICM_KIND_UNKNOWN;
-  const sicm_perf_cell *far = sicm_topo_perf(topo, (unsigned)init, target);
-  const sicm_perf_cell *local = sicm_topo_perf(topo, (unsigned)init, (unsigned)init);
-  uint64_t bw_far = sicm_perf_bandwidth(far), bw_local = sicm_perf_bandwidth(local);
-  uint64_t lat_far = sicm_perf_latency(far), lat_local = sicm_perf_latency(local);
+  const sc_perf_cell *far = sc_topo_perf(topo, (unsigned)init, target);
+  const sc_perf_cell *local = sc_topo_perf(topo, (unsigned)init, (unsigned)init);
+  uint64_t bw_far = sc_perf_bandwidth(far), bw_local = sc_perf_bandwidth(local);
+  uint64_t lat_far = sc_perf_latency(far), lat_local = sc_perf_latency(local);
   sicm_source src = far->source == SICM_SOURCE_CONFIG || local->source == SICM_SOURCE_CONFIG
                         ? SICM_SOURCE_CONFIG : SICM_SOURCE_FIRMWARE;
   if (bw_far && bw_local && bw_far != bw_local) {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "arena.h"
 
 struct sicm_allocator {
   sicm_memspace space;
@@ -54,7 +54,7 @@ int sicm_memspace_devices(sicm_memspace space, int initiator, sicm_device **out,
   if (list == NULL)
     return -1;
   if (out == NULL && max > 0)
-    return sicm_fail(EINVAL, "sicm_memspace_devices: out is NULL");
+    return sc_fail(EINVAL, "sicm_memspace_devices: out is NULL");
   int node = initiator == SICM_INITIATOR_SELF ? sicm_node_self() : initiator;
   if (sicm_rank(SICM_RANK_NEAREST, node, NULL, 0, NULL) < 0)
     return -1; /* not a node with CPUs */
@@ -81,7 +81,7 @@ int sicm_memspace_devices(sicm_memspace space, int initiator, sicm_device **out,
       found[n++] = first.device;
     break;
   default:
-    return sicm_fail(EINVAL, "unknown memory space %d", (int)space);
+    return sc_fail(EINVAL, "unknown memory space %d", (int)space);
   }
   for (unsigned i = 0; i < n && i < max; i++)
     out[i] = found[i];
@@ -103,7 +103,7 @@ static int trait_apply(sicm_allocator *a, const sicm_alloctrait *t) {
       a->alignment = v;
       return 0;
     }
-    return sicm_fail(EINVAL, "alignment %zu is not a power of two", (size_t)v);
+    return sc_fail(EINVAL, "alignment %zu is not a power of two", (size_t)v);
   case SICM_ATK_ACCESS:
     if (v == SICM_ATV_DEFAULT || (v >= SICM_ATV_ALL && v <= SICM_ATV_CGROUP))
       return 0; /* memory every thread can reach satisfies each of them */
@@ -115,7 +115,7 @@ static int trait_apply(sicm_allocator *a, const sicm_alloctrait *t) {
       a->pool_size = v;
       return 0;
     }
-    return sicm_fail(EINVAL, "pool size 0");
+    return sc_fail(EINVAL, "pool size 0");
   case SICM_ATK_FALLBACK:
     if (v == SICM_ATV_DEFAULT || (v >= SICM_ATV_DEFAULT_MEM_FB && v <= SICM_ATV_ALLOCATOR_FB)) {
       a->fallback = v == SICM_ATV_DEFAULT ? SICM_ATV_DEFAULT_MEM_FB : v;
@@ -129,11 +129,11 @@ static int trait_apply(sicm_allocator *a, const sicm_alloctrait *t) {
     if (v == SICM_ATV_DEFAULT || v == SICM_ATV_FALSE)
       return 0;
     if (v == SICM_ATV_TRUE)
-      return sicm_fail(ENOTSUP, "pinned memory is not supported");
+      return sc_fail(ENOTSUP, "pinned memory is not supported");
     break;
   case SICM_ATK_PARTITION:
     if (v == SICM_ATV_BLOCKED)
-      return sicm_fail(ENOTSUP, "partition 'blocked' is not supported");
+      return sc_fail(ENOTSUP, "partition 'blocked' is not supported");
     if (v == SICM_ATV_DEFAULT || v == SICM_ATV_ENVIRONMENT || v == SICM_ATV_NEAREST ||
         v == SICM_ATV_INTERLEAVED) {
       a->partition = v == SICM_ATV_DEFAULT ? SICM_ATV_ENVIRONMENT : v;
@@ -141,9 +141,9 @@ static int trait_apply(sicm_allocator *a, const sicm_alloctrait *t) {
     }
     break;
   default:
-    return sicm_fail(EINVAL, "unknown allocator trait %d", (int)t->key);
+    return sc_fail(EINVAL, "unknown allocator trait %d", (int)t->key);
   }
-  return sicm_fail(EINVAL, "trait %d cannot take value %zu", (int)t->key, (size_t)v);
+  return sc_fail(EINVAL, "trait %d cannot take value %zu", (int)t->key, (size_t)v);
 }
 
 /* Devices of the space for this partition: a partitioned default space
@@ -182,7 +182,7 @@ static int allocator_make_arenas(sicm_allocator *a) {
     a->narenas = 1;
   }
   for (unsigned i = 0; i < a->narenas; i++)
-    sicm_arena_set_owner(a->arenas[i], a);
+    sc_arena_set_owner(a->arenas[i], a);
   return 0;
 }
 
@@ -191,15 +191,15 @@ static int allocator_make_arenas(sicm_allocator *a) {
 static sicm_allocator *allocator_new(sicm_memspace space, unsigned ntraits,
                                      const sicm_alloctrait *traits, sicm_device **devs,
                                      int ndevs) {
-  if (sicm_state_get() == NULL)
+  if (sc_state_get() == NULL)
     return NULL;
   if ((unsigned)space > SICM_MEMSPACE_LOW_LAT)
-    return sicm_fail_null(EINVAL, "unknown memory space %d", (int)space);
+    return sc_fail_null(EINVAL, "unknown memory space %d", (int)space);
   if (traits == NULL && ntraits > 0)
-    return sicm_fail_null(EINVAL, "traits is NULL");
+    return sc_fail_null(EINVAL, "traits is NULL");
   sicm_allocator *a = calloc(1, sizeof *a);
   if (a == NULL)
-    return sicm_fail_null(ENOMEM, "out of memory");
+    return sc_fail_null(ENOMEM, "out of memory");
   a->space = space;
   a->fallback = SICM_ATV_DEFAULT_MEM_FB;
   a->partition = SICM_ATV_ENVIRONMENT;
@@ -207,7 +207,7 @@ static sicm_allocator *allocator_new(sicm_memspace space, unsigned ntraits,
     if (trait_apply(a, &traits[i]) != 0)
       goto fail;
   if (a->fallback == SICM_ATV_ALLOCATOR_FB && a->fb_data == NULL) {
-    sicm_fail(EINVAL, "fallback allocator_fb needs an fb_data allocator");
+    sc_fail(EINVAL, "fallback allocator_fb needs an fb_data allocator");
     goto fail;
   }
   if (ndevs >= 0) {
@@ -243,7 +243,7 @@ sicm_allocator *sicm_allocator_create_for_intent(const sicm_intent *intent, unsi
 
 int sicm_allocator_destroy(sicm_allocator *a) {
   if (a == NULL)
-    return sicm_fail(EINVAL, "sicm_allocator_destroy: NULL allocator");
+    return sc_fail(EINVAL, "sicm_allocator_destroy: NULL allocator");
   for (unsigned i = 0; i < a->narenas; i++)
     sicm_arena_destroy(a->arenas[i]);
   free(a);
@@ -252,7 +252,7 @@ int sicm_allocator_destroy(sicm_allocator *a) {
 
 int sicm_allocator_arenas(sicm_allocator *a, sicm_arena *out, unsigned max) {
   if (a == NULL || (out == NULL && max > 0))
-    return sicm_fail(EINVAL, "sicm_allocator_arenas: NULL argument");
+    return sc_fail(EINVAL, "sicm_allocator_arenas: NULL argument");
   for (unsigned i = 0; i < a->narenas && i < max; i++)
     out[i] = a->arenas[i];
   return (int)a->narenas;
@@ -292,8 +292,6 @@ static int pool_reserve(sicm_allocator *a, size_t bytes) {
   return 1;
 }
 
-static int lg_align_flag(size_t align) { return align ? MALLOCX_LG_ALIGN(__builtin_ctzl(align)) : 0; }
-
 /* From the allocator's own arenas, or NULL (the caller falls back). */
 static void *allocator_own(sicm_allocator *a, size_t size, size_t align) {
   if (a->narenas == 0)
@@ -301,7 +299,7 @@ static void *allocator_own(sicm_allocator *a, size_t size, size_t align) {
   unsigned i = arena_for_thread(a);
   if (size >= ROOM_CHECK_MIN && !devices_have_room(a, i, size))
     return NULL;
-  size_t usable = nallocx(size, lg_align_flag(align));
+  size_t usable = sc_arena_usable_for(a->arenas[i], size, align);
   if (usable == 0 || !pool_reserve(a, usable))
     return NULL;
   void *p = align ? sicm_arena_alloc_aligned(a->arenas[i], size, align)
@@ -319,7 +317,7 @@ static void *allocator_alloc(sicm_allocator *a, size_t size, size_t align, unsig
     return p;
   switch (a->fallback) {
   case SICM_ATV_NULL_FB:
-    return sicm_fail_null(ENOMEM, "memory space %d exhausted or absent (fallback null_fb)",
+    return sc_fail_null(ENOMEM, "memory space %d exhausted or absent (fallback null_fb)",
                           (int)a->space);
   case SICM_ATV_ABORT_FB:
     fprintf(stderr, "libsicm: memory space %d cannot provide %zu bytes (fallback abort_fb)\n",
@@ -327,7 +325,7 @@ static void *allocator_alloc(sicm_allocator *a, size_t size, size_t align, unsig
     abort();
   case SICM_ATV_ALLOCATOR_FB:
     if (depth > 16)
-      return sicm_fail_null(ENOMEM, "fallback allocators form a cycle");
+      return sc_fail_null(ENOMEM, "fallback allocators form a cycle");
     return allocator_alloc(a->fb_data, size, align, depth + 1);
   default: {
     sicm_arena fallback = sicm_arena_get_default();
@@ -341,9 +339,9 @@ static void *allocator_alloc(sicm_allocator *a, size_t size, size_t align, unsig
 
 void *sicm_allocator_aligned_alloc(sicm_allocator *a, size_t alignment, size_t size) {
   if (a == NULL || size == 0)
-    return sicm_fail_null(EINVAL, a ? "size 0" : "NULL allocator");
+    return sc_fail_null(EINVAL, a ? "size 0" : "NULL allocator");
   if (alignment != 0 && (alignment & (alignment - 1)) != 0)
-    return sicm_fail_null(EINVAL, "alignment %zu is not a power of two", alignment);
+    return sc_fail_null(EINVAL, "alignment %zu is not a power of two", alignment);
   return allocator_alloc(a, size, alignment, 0);
 }
 
@@ -354,7 +352,7 @@ void *sicm_allocator_alloc(sicm_allocator *a, size_t size) {
 void *sicm_allocator_calloc(sicm_allocator *a, size_t n, size_t size) {
   size_t total;
   if (__builtin_mul_overflow(n, size, &total))
-    return sicm_fail_null(ENOMEM, "calloc of %zu x %zu bytes overflows", n, size);
+    return sc_fail_null(ENOMEM, "calloc of %zu x %zu bytes overflows", n, size);
   void *p = sicm_allocator_alloc(a, total);
   if (p != NULL)
     memset(p, 0, total);
@@ -364,7 +362,7 @@ void *sicm_allocator_calloc(sicm_allocator *a, size_t n, size_t size) {
 void sicm_allocator_free(sicm_allocator *a, void *ptr) {
   if (ptr == NULL)
     return;
-  sicm_allocator *owner = sicm_arena_owner_of(ptr);
+  sicm_allocator *owner = sc_arena_owner_of(ptr);
   if (owner != NULL)
     __atomic_fetch_sub(&owner->pool_used, sicm_usable_size(ptr), __ATOMIC_RELAXED);
   sicm_free(ptr);

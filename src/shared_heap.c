@@ -1,4 +1,4 @@
-/* shm_heap.c: the heap of a shared arena — allocation and free in O(1)
+/* sc_shm_heap.c: the heap of a shared arena — allocation and free in O(1)
  * under one process-shared robust mutex, and the journal that makes every
  * update of the block headers undoable.
  *
@@ -22,7 +22,7 @@
  * through update_apply(): the words and their old values are written to
  * the journal, the count is published, the words change, the count is
  * cleared.  Lists, bitmaps and counters change outside the journal; after a
- * crash shm_repair() undoes the journal and rebuilds them from the
+ * crash sc_shm_repair() undoes the journal and rebuilds them from the
  * headers, so any state a dead process can leave is repairable. */
 #include <errno.h>
 #include <signal.h>
@@ -30,15 +30,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "shm.h"
+#include "shared.h"
 
-uint32_t shm_layout_signature(void) {
+uint32_t sc_shm_layout_signature(void) {
   const uint64_t parts[] = {
-      sizeof(shm_header),      sizeof(shm_block),         sizeof(pthread_mutex_t),
-      SHM_ALIGN,               SHM_SL_LOG,                SHM_FL_COUNT,
-      SHM_JOURNAL_MAX,         SICM_ARENA_DEVICES_MAX,    offsetof(shm_header, lock),
-      offsetof(shm_header, journal), offsetof(shm_header, free_head),
-      offsetof(shm_header, migrate_lock)};
+      sizeof(sc_shm_header),      sizeof(sc_shm_block),         sizeof(pthread_mutex_t),
+      SC_SHM_ALIGN,               SC_SHM_SL_LOG,                SC_SHM_FL_COUNT,
+      SC_SHM_JOURNAL_MAX,         SICM_ARENA_DEVICES_MAX,    offsetof(sc_shm_header, lock),
+      offsetof(sc_shm_header, journal), offsetof(sc_shm_header, free_head),
+      offsetof(sc_shm_header, migrate_lock)};
   uint32_t hash = 2166136261u; /* FNV-1a */
   const unsigned char *bytes = (const unsigned char *)parts;
   for (size_t i = 0; i < sizeof parts; i++)
@@ -46,65 +46,65 @@ uint32_t shm_layout_signature(void) {
   return hash;
 }
 
-void shm_class_of(uint64_t size, unsigned *fl, unsigned *sl) {
-  if (size < SHM_SMALL_LIMIT) {
+void sc_shm_class_of(uint64_t size, unsigned *fl, unsigned *sl) {
+  if (size < SC_SHM_SMALL_LIMIT) {
     *fl = 0;
-    *sl = (unsigned)(size / SHM_ALIGN);
+    *sl = (unsigned)(size / SC_SHM_ALIGN);
     return;
   }
   unsigned msb = 63u - (unsigned)__builtin_clzll(size);
-  *fl = msb - (SHM_SL_LOG + 4) + 1;
-  *sl = (unsigned)(size >> (msb - SHM_SL_LOG)) ^ SHM_SL_COUNT;
+  *fl = msb - (SC_SHM_SL_LOG + 4) + 1;
+  *sl = (unsigned)(size >> (msb - SC_SHM_SL_LOG)) ^ SC_SHM_SL_COUNT;
 }
 
-static shm_block *block_after(shm_block *b) {
-  return (shm_block *)((char *)b + shm_block_size(b));
+static sc_shm_block *block_after(sc_shm_block *b) {
+  return (sc_shm_block *)((char *)b + sc_shm_block_size(b));
 }
 
 /* ---- free lists (derived state) ---- */
 
-static void list_remove(shm_header *h, shm_block *b) {
+static void list_remove(sc_shm_header *h, sc_shm_block *b) {
   unsigned fl, sl;
-  shm_class_of(shm_block_size(b), &fl, &sl);
+  sc_shm_class_of(sc_shm_block_size(b), &fl, &sl);
   if (b->prev_free)
-    shm_block_at(h, b->prev_free)->next_free = b->next_free;
+    sc_shm_block_at(h, b->prev_free)->next_free = b->next_free;
   else
     h->free_head[fl][sl] = b->next_free;
   if (b->next_free)
-    shm_block_at(h, b->next_free)->prev_free = b->prev_free;
+    sc_shm_block_at(h, b->next_free)->prev_free = b->prev_free;
   if (h->free_head[fl][sl] == 0) {
     h->sl_bitmap[fl] &= ~(1u << sl);
     if (h->sl_bitmap[fl] == 0)
       h->fl_bitmap &= ~(1ull << fl);
   }
   h->blocks_free--;
-  h->bytes_free -= shm_block_size(b);
+  h->bytes_free -= sc_shm_block_size(b);
 }
 
-void shm_list_insert(shm_header *h, shm_block *b) {
+void sc_shm_list_insert(sc_shm_header *h, sc_shm_block *b) {
   unsigned fl, sl;
-  shm_class_of(shm_block_size(b), &fl, &sl);
-  uint64_t offset = shm_offset_of(h, b), head = h->free_head[fl][sl];
+  sc_shm_class_of(sc_shm_block_size(b), &fl, &sl);
+  uint64_t offset = sc_shm_offset_of(h, b), head = h->free_head[fl][sl];
   b->prev_free = 0;
   b->next_free = head;
   if (head)
-    shm_block_at(h, head)->prev_free = offset;
+    sc_shm_block_at(h, head)->prev_free = offset;
   h->free_head[fl][sl] = offset;
   h->sl_bitmap[fl] |= 1u << sl;
   h->fl_bitmap |= 1ull << fl;
   h->blocks_free++;
-  h->bytes_free += shm_block_size(b);
+  h->bytes_free += sc_shm_block_size(b);
 }
 
 /* The first free block of the smallest non-empty class whose every block
  * holds `need` bytes, or NULL. */
-static shm_block *find_fit(shm_header *h, uint64_t need) {
+static sc_shm_block *find_fit(sc_shm_header *h, uint64_t need) {
   uint64_t search = need;
-  if (need >= SHM_SMALL_LIMIT)
-    search += (1ull << (63u - (unsigned)__builtin_clzll(need) - SHM_SL_LOG)) - 1;
+  if (need >= SC_SHM_SMALL_LIMIT)
+    search += (1ull << (63u - (unsigned)__builtin_clzll(need) - SC_SHM_SL_LOG)) - 1;
   unsigned fl, sl;
-  shm_class_of(search, &fl, &sl);
-  if (fl >= SHM_FL_COUNT)
+  sc_shm_class_of(search, &fl, &sl);
+  if (fl >= SC_SHM_FL_COUNT)
     return NULL;
   uint32_t sl_map = h->sl_bitmap[fl] & (~0u << sl);
   if (sl_map == 0) {
@@ -114,18 +114,18 @@ static shm_block *find_fit(shm_header *h, uint64_t need) {
     fl = (unsigned)__builtin_ctzll(fl_map);
     sl_map = h->sl_bitmap[fl];
   }
-  return shm_block_at(h, h->free_head[fl][(unsigned)__builtin_ctz(sl_map)]);
+  return sc_shm_block_at(h, h->free_head[fl][(unsigned)__builtin_ctz(sl_map)]);
 }
 
 /* ---- journaled updates of block headers ---- */
 
-typedef struct shm_update {
+typedef struct sc_shm_update {
   unsigned n;
-  uint64_t *word[SHM_JOURNAL_MAX];
-  uint64_t value[SHM_JOURNAL_MAX];
-} shm_update;
+  uint64_t *word[SC_SHM_JOURNAL_MAX];
+  uint64_t value[SC_SHM_JOURNAL_MAX];
+} sc_shm_update;
 
-static void update_set(shm_update *u, uint64_t *word, uint64_t value) {
+static void update_set(sc_shm_update *u, uint64_t *word, uint64_t value) {
   for (unsigned i = 0; i < u->n; i++)
     if (u->word[i] == word) {
       u->value[i] = value;
@@ -139,17 +139,17 @@ static void update_set(shm_update *u, uint64_t *word, uint64_t value) {
 static long crash_countdown = -1;
 static unsigned crash_step;
 
-void sicm__shm_crash_at(long update, unsigned step) {
+void sc_shm_crash_at(long update, unsigned step) {
   crash_countdown = update;
   crash_step = step;
 }
 
-static void update_apply(shm_header *h, const shm_update *u) {
+static void update_apply(sc_shm_header *h, const sc_shm_update *u) {
   int crash = crash_countdown >= 0 && crash_countdown-- == 0;
   if (crash && crash_step == 0)
     raise(SIGKILL);
   for (unsigned i = 0; i < u->n; i++)
-    h->journal[i] = (shm_journal_entry){shm_offset_of(h, u->word[i]), *u->word[i]};
+    h->journal[i] = (sc_shm_journal_entry){sc_shm_offset_of(h, u->word[i]), *u->word[i]};
   if (crash && crash_step == 1)
     raise(SIGKILL);
   __atomic_store_n(&h->journal_count, u->n, __ATOMIC_RELEASE);
@@ -167,7 +167,7 @@ static void update_apply(shm_header *h, const shm_update *u) {
 
 /* ---- the lock ---- */
 
-#define SHM_LOCK_SPINS 100
+#define SC_SHM_LOCK_SPINS 100
 
 /* Waits in slices: a process killed between releasing the lock and waking
  * a waiter (or while being woken) can leave the lock free and a waiter
@@ -189,39 +189,46 @@ static int lock_slow(pthread_mutex_t *lock) {
   }
 }
 
-int shm_lock(shm_header *h) {
+/* The robust-mutex part of sc_shm_lock: 0, EOWNERDEAD, or an errno. */
+static int lock_take(sc_shm_header *h) {
   int rc = pthread_mutex_trylock(&h->lock);
   /* Critical sections are tens of nanoseconds: spinning a little before
    * sleeping saves the holder a futex wake and us a context switch. */
-  for (unsigned spin = 0; rc == EBUSY && spin < SHM_LOCK_SPINS; spin++) {
+  for (unsigned spin = 0; rc == EBUSY && spin < SC_SHM_LOCK_SPINS; spin++) {
     for (unsigned i = 0; i < 8; i++)
-      __builtin_ia32_pause();
+      sc_cpu_relax();
     rc = pthread_mutex_trylock(&h->lock);
   }
-  if (rc == EBUSY)
-    rc = lock_slow(&h->lock);
+  return rc == EBUSY ? lock_slow(&h->lock) : rc;
+}
+
+int sc_shm_lock(sc_shm_header *h) {
+  int rc = lock_take(h);
+  if (rc == 0)
+    return 0;
   if (rc != EOWNERDEAD)
-    return rc;
-  if (shm_repair(h) != 0) {
+    return sc_fail(rc, "the shared arena's lock: %s", strerror(rc));
+  if (sc_shm_repair(h) != 0) {
     /* The blocks themselves are corrupt (not a crash: an overrun by the
      * program); unlocking without marking it consistent says so to all. */
     pthread_mutex_unlock(&h->lock);
-    return EUCLEAN;
+    return sc_fail(EUCLEAN, "the shared arena's heap is damaged beyond repair (its lock "
+                            "holder died and its blocks do not tile the heap)");
   }
   pthread_mutex_consistent(&h->lock);
   return 0;
 }
 
-void shm_unlock(shm_header *h) { pthread_mutex_unlock(&h->lock); }
+void sc_shm_unlock(sc_shm_header *h) { pthread_mutex_unlock(&h->lock); }
 
-int shm_migrate_lock(shm_header *h) {
+int sc_shm_migrate_lock(sc_shm_header *h) {
   int rc = lock_slow(&h->migrate_lock);
   if (rc == EOWNERDEAD)
     rc = pthread_mutex_consistent(&h->migrate_lock);
-  return rc;
+  return rc ? sc_fail(rc, "the shared arena's migration lock: %s", strerror(rc)) : 0;
 }
 
-void shm_migrate_unlock(shm_header *h) { pthread_mutex_unlock(&h->migrate_lock); }
+void sc_shm_migrate_unlock(sc_shm_header *h) { pthread_mutex_unlock(&h->migrate_lock); }
 
 static int robust_mutex_init(pthread_mutex_t *mutex) {
   pthread_mutexattr_t attr;
@@ -236,43 +243,43 @@ static int robust_mutex_init(pthread_mutex_t *mutex) {
   return rc;
 }
 
-int shm_heap_format(shm_header *h, size_t size) {
+int sc_shm_heap_format(sc_shm_header *h, size_t size) {
   int rc = robust_mutex_init(&h->lock);
   if (rc == 0)
     rc = robust_mutex_init(&h->migrate_lock);
   if (rc != 0)
-    return rc;
-  h->header_size = (sizeof *h + 4095) & ~(uint64_t)4095;
+    return sc_fail(rc, "cannot make the shared arena's locks: %s", strerror(rc));
+  h->header_size = sc_round_up(sizeof *h, sc_page_size());
   h->size = size;
   h->heap_begin = h->header_size;
-  h->heap_end = size - SHM_BLOCK_HEADER;
-  shm_block *first = shm_block_at(h, h->heap_begin);
+  h->heap_end = size - SC_SHM_BLOCK_HEADER;
+  sc_shm_block *first = sc_shm_block_at(h, h->heap_begin);
   first->prev_size = 0;
-  first->size_flags = (h->heap_end - h->heap_begin) | SHM_FREE;
-  shm_block *sentinel = shm_block_at(h, h->heap_end);
-  sentinel->prev_size = shm_block_size(first);
+  first->size_flags = (h->heap_end - h->heap_begin) | SC_SHM_FREE;
+  sc_shm_block *sentinel = sc_shm_block_at(h, h->heap_end);
+  sentinel->prev_size = sc_shm_block_size(first);
   sentinel->size_flags = 0;
-  shm_list_insert(h, first);
+  sc_shm_list_insert(h, first);
   return 0;
 }
 
 /* ---- allocation ---- */
 
 /* Adds to u what makes b a used block of `need` of the `room` bytes up to
- * `after`; a tail of at least SHM_BLOCK_MIN becomes a free block (*rest),
+ * `after`; a tail of at least SC_SHM_BLOCK_MIN becomes a free block (*rest),
  * a smaller one stays in b.  Returns b's new size. */
-static uint64_t update_use(shm_update *u, shm_block *b, uint64_t need, uint64_t room,
-                           shm_block *after, shm_block **rest) {
+static uint64_t update_use(sc_shm_update *u, sc_shm_block *b, uint64_t need, uint64_t room,
+                           sc_shm_block *after, sc_shm_block **rest) {
   uint64_t tail = room - need;
-  if (tail < SHM_BLOCK_MIN) {
+  if (tail < SC_SHM_BLOCK_MIN) {
     need = room;
     tail = 0;
   }
-  *rest = tail ? (shm_block *)((char *)b + need) : NULL;
+  *rest = tail ? (sc_shm_block *)((char *)b + need) : NULL;
   update_set(u, &b->size_flags, need);
   if (tail) {
     update_set(u, &(*rest)->prev_size, need);
-    update_set(u, &(*rest)->size_flags, tail | SHM_FREE);
+    update_set(u, &(*rest)->size_flags, tail | SC_SHM_FREE);
   }
   update_set(u, &after->prev_size, tail ? tail : need);
   return need;
@@ -280,20 +287,20 @@ static uint64_t update_use(shm_update *u, shm_block *b, uint64_t need, uint64_t 
 
 /* Takes `need` bytes at `lead` bytes into free block b, already out of its
  * list; the lead (if any) and a large enough tail stay free. */
-static shm_block *carve(shm_header *h, shm_block *b, uint64_t lead, uint64_t need) {
-  uint64_t size = shm_block_size(b);
-  shm_block *taken = (shm_block *)((char *)b + lead), *rest;
-  shm_update u = {0};
+static sc_shm_block *carve(sc_shm_header *h, sc_shm_block *b, uint64_t lead, uint64_t need) {
+  uint64_t size = sc_shm_block_size(b);
+  sc_shm_block *taken = (sc_shm_block *)((char *)b + lead), *rest;
+  sc_shm_update u = {0};
   if (lead) {
-    update_set(&u, &b->size_flags, lead | SHM_FREE);
+    update_set(&u, &b->size_flags, lead | SC_SHM_FREE);
     update_set(&u, &taken->prev_size, lead);
   }
-  need = update_use(&u, taken, need, size - lead, (shm_block *)((char *)b + size), &rest);
+  need = update_use(&u, taken, need, size - lead, (sc_shm_block *)((char *)b + size), &rest);
   update_apply(h, &u);
   if (lead)
-    shm_list_insert(h, b);
+    sc_shm_list_insert(h, b);
   if (rest)
-    shm_list_insert(h, rest);
+    sc_shm_list_insert(h, rest);
   h->blocks_used++;
   h->bytes_used += need;
   return taken;
@@ -301,47 +308,42 @@ static shm_block *carve(shm_header *h, shm_block *b, uint64_t lead, uint64_t nee
 
 /* The block size serving `size` bytes, or 0 if none can. */
 static uint64_t block_need(size_t size) {
-  if (size > SHM_SIZE_MAX)
+  if (size > SC_SHM_SIZE_MAX)
     return 0;
-  uint64_t need = ((uint64_t)size + SHM_ALIGN - 1) / SHM_ALIGN * SHM_ALIGN + SHM_BLOCK_HEADER;
-  return need < SHM_BLOCK_MIN ? SHM_BLOCK_MIN : need;
+  uint64_t need = ((uint64_t)size + SC_SHM_ALIGN - 1) / SC_SHM_ALIGN * SC_SHM_ALIGN + SC_SHM_BLOCK_HEADER;
+  return need < SC_SHM_BLOCK_MIN ? SC_SHM_BLOCK_MIN : need;
 }
 
 static int size_check(size_t size) {
   if (size == 0)
-    return sicm_fail(EINVAL, "size 0");
+    return sc_fail(EINVAL, "size 0");
   if (block_need(size) == 0)
-    return sicm_fail(ENOMEM, "size %zu is too large", size);
+    return sc_fail(ENOMEM, "size %zu is too large", size);
   return 0;
 }
 
-static int lock_or_fail(shm_header *h) {
-  int err = shm_lock(h);
-  return err ? sicm_fail(err, "the shared arena's lock: %s", strerror(err)) : 0;
-}
-
-void *shm_heap_alloc(sicm_arena_rec *rec, size_t size, size_t align, int zero) {
-  shm_header *h = rec->shm;
-  if (size_check(size) != 0 || lock_or_fail(h) != 0)
+void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t align, int zero) {
+  sc_shm_header *h = sc_shared_of(a)->header;
+  if (size_check(size) != 0 || sc_shm_lock(h) != 0)
     return NULL;
-  uint64_t need = block_need(size), extra = align > SHM_ALIGN ? align + SHM_BLOCK_MIN : 0;
-  shm_block *b = find_fit(h, need + extra);
+  uint64_t need = block_need(size), extra = align > SC_SHM_ALIGN ? align + SC_SHM_BLOCK_MIN : 0;
+  sc_shm_block *b = find_fit(h, need + extra);
   void *p = NULL;
   if (b != NULL) {
     uint64_t lead = 0;
     if (extra) {
-      uintptr_t payload = ((uintptr_t)b + SHM_BLOCK_HEADER + align - 1) & ~(uintptr_t)(align - 1);
-      lead = payload - SHM_BLOCK_HEADER - (uintptr_t)b;
-      if (lead != 0 && lead < SHM_BLOCK_MIN) /* too small to stay a free block */
+      uintptr_t payload = ((uintptr_t)b + SC_SHM_BLOCK_HEADER + align - 1) & ~(uintptr_t)(align - 1);
+      lead = payload - SC_SHM_BLOCK_HEADER - (uintptr_t)b;
+      if (lead != 0 && lead < SC_SHM_BLOCK_MIN) /* too small to stay a free block */
         lead += align;
     }
     list_remove(h, b);
-    p = (char *)carve(h, b, lead, need) + SHM_BLOCK_HEADER;
+    p = (char *)carve(h, b, lead, need) + SC_SHM_BLOCK_HEADER;
   }
   uint64_t bytes_free = h->bytes_free;
-  shm_unlock(h);
+  sc_shm_unlock(h);
   if (p == NULL)
-    return sicm_fail_null(ENOMEM, "shared arena full: no free block for %zu bytes (%llu bytes free)",
+    return sc_fail_null(ENOMEM, "shared arena full: no free block for %zu bytes (%llu bytes free)",
                           size, (unsigned long long)bytes_free);
   if (zero)
     memset(p, 0, size);
@@ -350,116 +352,121 @@ void *shm_heap_alloc(sicm_arena_rec *rec, size_t size, size_t align, int zero) {
 
 /* The live block whose payload starts at ptr, or NULL.  Cross-checks both
  * boundary tags, so stale and foreign pointers are refused in O(1). */
-static shm_block *block_of(shm_header *h, const void *ptr) {
+static sc_shm_block *block_of(sc_shm_header *h, const void *ptr) {
   uintptr_t p = (uintptr_t)ptr, base = (uintptr_t)h;
-  if ((p & (SHM_ALIGN - 1)) || p < base + h->heap_begin + SHM_BLOCK_HEADER ||
+  if ((p & (SC_SHM_ALIGN - 1)) || p < base + h->heap_begin + SC_SHM_BLOCK_HEADER ||
       p >= base + h->heap_end)
     return NULL;
-  uint64_t offset = p - SHM_BLOCK_HEADER - base;
-  shm_block *b = shm_block_at(h, offset);
-  uint64_t size = shm_block_size(b);
-  if (shm_block_is_free(b) || size < SHM_BLOCK_MIN || size > h->heap_end - offset ||
+  uint64_t offset = p - SC_SHM_BLOCK_HEADER - base;
+  sc_shm_block *b = sc_shm_block_at(h, offset);
+  uint64_t size = sc_shm_block_size(b);
+  if (sc_shm_block_is_free(b) || size < SC_SHM_BLOCK_MIN || size > h->heap_end - offset ||
       block_after(b)->prev_size != size)
     return NULL;
   if (offset == h->heap_begin)
     return b->prev_size == 0 ? b : NULL;
   if (b->prev_size == 0 || b->prev_size > offset - h->heap_begin ||
-      shm_block_size(shm_block_at(h, offset - b->prev_size)) != b->prev_size)
+      sc_shm_block_size(sc_shm_block_at(h, offset - b->prev_size)) != b->prev_size)
     return NULL;
   return b;
 }
 
 /* Frees b, merging it with free neighbours. */
-static void release(shm_header *h, shm_block *b) {
-  uint64_t size = shm_block_size(b), total = size;
-  shm_block *start = b, *next = block_after(b);
+static void release(sc_shm_header *h, sc_shm_block *b) {
+  uint64_t size = sc_shm_block_size(b), total = size;
+  sc_shm_block *start = b, *next = block_after(b);
   if (b->prev_size != 0) {
-    shm_block *prev = (shm_block *)((char *)b - b->prev_size);
-    if (shm_block_is_free(prev)) {
+    sc_shm_block *prev = (sc_shm_block *)((char *)b - b->prev_size);
+    if (sc_shm_block_is_free(prev)) {
       list_remove(h, prev);
       start = prev;
-      total += shm_block_size(prev);
+      total += sc_shm_block_size(prev);
     }
   }
-  if (shm_block_is_free(next)) { /* the sentinel never is */
+  if (sc_shm_block_is_free(next)) { /* the sentinel never is */
     list_remove(h, next);
-    total += shm_block_size(next);
+    total += sc_shm_block_size(next);
     next = block_after(next);
   }
-  shm_update u = {0};
-  update_set(&u, &start->size_flags, total | SHM_FREE);
+  sc_shm_update u = {0};
+  update_set(&u, &start->size_flags, total | SC_SHM_FREE);
   update_set(&u, &next->prev_size, total);
   update_apply(h, &u);
   h->blocks_used--;
   h->bytes_used -= size;
-  shm_list_insert(h, start);
+  sc_shm_list_insert(h, start);
 }
 
-void shm_heap_free(sicm_arena_rec *rec, void *ptr) {
-  shm_header *h = rec->shm;
-  if (lock_or_fail(h) != 0)
+void sc_shm_heap_free(sc_arena *a, uint64_t generation, void *ptr) {
+  sc_shm_header *h = sc_shared_of(a)->header;
+  if (sc_shm_lock(h) != 0)
     return;
-  shm_block *b = block_of(h, ptr);
+  sc_shm_block *b = block_of(h, ptr);
   if (b != NULL)
     release(h, b);
-  shm_unlock(h);
+  sc_shm_unlock(h);
   if (b == NULL)
-    sicm_fail(EINVAL, "%p is not a live block of the shared arena (freed twice?)", ptr);
+    sc_fail(EINVAL, "%p is not a live block of the shared arena (freed twice?)", ptr);
 }
 
 /* Resizes b in place to `need` bytes when it or its free right neighbour
  * has room; returns 0, or -1 when it must move. */
-static int resize_in_place(shm_header *h, shm_block *b, uint64_t need) {
-  uint64_t size = shm_block_size(b), total = size;
-  shm_block *next = block_after(b), *after = next;
-  if (shm_block_is_free(next)) {
-    total += shm_block_size(next);
+static int resize_in_place(sc_shm_header *h, sc_shm_block *b, uint64_t need) {
+  uint64_t size = sc_shm_block_size(b), total = size;
+  sc_shm_block *next = block_after(b), *after = next;
+  if (sc_shm_block_is_free(next)) {
+    total += sc_shm_block_size(next);
     after = block_after(next);
   }
   if (total < need)
     return -1;
-  if (next == after && total - need < SHM_BLOCK_MIN)
+  if (next == after && total - need < SC_SHM_BLOCK_MIN)
     return 0; /* shrinking by less than a block: nothing to split off */
   if (next != after)
     list_remove(h, next);
-  shm_block *rest;
-  shm_update u = {0};
+  sc_shm_block *rest;
+  sc_shm_update u = {0};
   need = update_use(&u, b, need, total, after, &rest);
   update_apply(h, &u);
   if (rest)
-    shm_list_insert(h, rest);
+    sc_shm_list_insert(h, rest);
   h->bytes_used = h->bytes_used - size + need;
   return 0;
 }
 
-void *shm_heap_realloc(sicm_arena_rec *rec, void *ptr, size_t size) {
-  shm_header *h = rec->shm;
-  if (size_check(size) != 0 || lock_or_fail(h) != 0)
+void *sc_shm_heap_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t size) {
+  sc_shm_header *h = sc_shared_of(a)->header;
+  if (size_check(size) != 0 || sc_shm_lock(h) != 0)
     return NULL;
-  shm_block *b = block_of(h, ptr);
-  uint64_t old_payload = b ? shm_block_size(b) - SHM_BLOCK_HEADER : 0;
+  sc_shm_block *b = block_of(h, ptr);
+  uint64_t old_payload = b ? sc_shm_block_size(b) - SC_SHM_BLOCK_HEADER : 0;
   int done = b != NULL && resize_in_place(h, b, block_need(size)) == 0;
-  shm_unlock(h);
+  sc_shm_unlock(h);
   if (b == NULL)
-    return sicm_fail_null(EINVAL, "%p is not a live block of the shared arena", ptr);
+    return sc_fail_null(EINVAL, "%p is not a live block of the shared arena", ptr);
   if (done)
     return ptr;
-  void *moved = shm_heap_alloc(rec, size, SHM_ALIGN, 0);
+  void *moved = sc_shm_heap_alloc(a, generation, size, SC_SHM_ALIGN, 0);
   if (moved == NULL)
     return NULL; /* ptr stays valid and unchanged */
   memcpy(moved, ptr, old_payload < size ? old_payload : size);
-  shm_heap_free(rec, ptr);
+  sc_shm_heap_free(a, generation, ptr);
   return moved;
 }
 
-size_t shm_heap_usable_size(sicm_arena_rec *rec, const void *ptr) {
-  shm_header *h = rec->shm;
-  if (lock_or_fail(h) != 0)
+size_t sc_shm_heap_usable_for(sc_arena *a, size_t size, size_t align) {
+  uint64_t need = block_need(size);
+  return need ? need - SC_SHM_BLOCK_HEADER : 0;
+}
+
+size_t sc_shm_heap_usable_size(sc_arena *a, const void *ptr) {
+  sc_shm_header *h = sc_shared_of(a)->header;
+  if (sc_shm_lock(h) != 0)
     return 0;
-  shm_block *b = block_of(h, ptr);
-  size_t usable = b ? shm_block_size(b) - SHM_BLOCK_HEADER : 0;
-  shm_unlock(h);
+  sc_shm_block *b = block_of(h, ptr);
+  size_t usable = b ? sc_shm_block_size(b) - SC_SHM_BLOCK_HEADER : 0;
+  sc_shm_unlock(h);
   if (b == NULL)
-    sicm_fail(EINVAL, "%p is not a live block of the shared arena", ptr);
+    sc_fail(EINVAL, "%p is not a live block of the shared arena", ptr);
   return usable;
 }

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "devices.h"
 
 static int conf_parse_kind(const char *s, sicm_device_kind *kind) {
   static const sicm_device_kind kinds[] = {SICM_KIND_DRAM, SICM_KIND_HBM, SICM_KIND_CAPACITY};
@@ -38,61 +38,61 @@ static int conf_parse_u64(const char *s, uint64_t *out) {
 }
 
 /* Applies one key=value to entry; returns -1 with a description on error. */
-static int conf_parse_setting(const char *path, unsigned line, char *word, sicm_conf_node *entry) {
+static int conf_parse_setting(const char *path, unsigned line, char *word, sc_conf_node *entry) {
   char *eq = strchr(word, '=');
   if (eq == NULL)
-    return sicm_fail(EINVAL, "%s:%u: expected key=value, got '%s'", path, line, word);
+    return sc_fail(EINVAL, "%s:%u: expected key=value, got '%s'", path, line, word);
   *eq = '\0';
   const char *key = word, *value = eq + 1;
   if (strcmp(key, "kind") == 0) {
     if (conf_parse_kind(value, &entry->kind) != 0)
-      return sicm_fail(EINVAL, "%s:%u: kind must be dram, hbm or capacity, not '%s'", path,
+      return sc_fail(EINVAL, "%s:%u: kind must be dram, hbm or capacity, not '%s'", path,
                        line, value);
     return 0;
   }
   static const struct { const char *key; size_t off1, off2; } perf_keys[] = {
-      {"bandwidth", offsetof(sicm_perf_cell, read_bandwidth), offsetof(sicm_perf_cell, write_bandwidth)},
-      {"latency", offsetof(sicm_perf_cell, read_latency), offsetof(sicm_perf_cell, write_latency)},
-      {"read_bandwidth", offsetof(sicm_perf_cell, read_bandwidth), offsetof(sicm_perf_cell, read_bandwidth)},
-      {"write_bandwidth", offsetof(sicm_perf_cell, write_bandwidth), offsetof(sicm_perf_cell, write_bandwidth)},
-      {"read_latency", offsetof(sicm_perf_cell, read_latency), offsetof(sicm_perf_cell, read_latency)},
-      {"write_latency", offsetof(sicm_perf_cell, write_latency), offsetof(sicm_perf_cell, write_latency)},
+      {"bandwidth", offsetof(sc_perf_cell, read_bandwidth), offsetof(sc_perf_cell, write_bandwidth)},
+      {"latency", offsetof(sc_perf_cell, read_latency), offsetof(sc_perf_cell, write_latency)},
+      {"read_bandwidth", offsetof(sc_perf_cell, read_bandwidth), offsetof(sc_perf_cell, read_bandwidth)},
+      {"write_bandwidth", offsetof(sc_perf_cell, write_bandwidth), offsetof(sc_perf_cell, write_bandwidth)},
+      {"read_latency", offsetof(sc_perf_cell, read_latency), offsetof(sc_perf_cell, read_latency)},
+      {"write_latency", offsetof(sc_perf_cell, write_latency), offsetof(sc_perf_cell, write_latency)},
   };
   for (size_t i = 0; i < sizeof perf_keys / sizeof perf_keys[0]; i++) {
     if (strcmp(key, perf_keys[i].key) != 0)
       continue;
     uint64_t v;
     if (conf_parse_u64(value, &v) != 0)
-      return sicm_fail(EINVAL, "%s:%u: %s must be a positive integer, not '%s'", path, line,
+      return sc_fail(EINVAL, "%s:%u: %s must be a positive integer, not '%s'", path, line,
                        key, value);
     *(uint64_t *)((char *)&entry->perf + perf_keys[i].off1) = v;
     *(uint64_t *)((char *)&entry->perf + perf_keys[i].off2) = v;
     entry->perf.source = SICM_SOURCE_CONFIG;
     return 0;
   }
-  return sicm_fail(EINVAL, "%s:%u: unknown key '%s'", path, line, key);
+  return sc_fail(EINVAL, "%s:%u: unknown key '%s'", path, line, key);
 }
 
 /* Parses one non-empty line "node <id> key=value..." into a new entry. */
-static int conf_parse_line(const char *path, unsigned line, char *text, const sicm_topo *topo,
-                           sicm_conf *conf) {
+static int conf_parse_line(const char *path, unsigned line, char *text, const sc_topo *topo,
+                           sc_conf *conf) {
   char *save = NULL;
   char *word = strtok_r(text, " \t", &save);
   if (strcmp(word, "node") != 0)
-    return sicm_fail(EINVAL, "%s:%u: expected 'node <id> key=value...', got '%s'", path, line,
+    return sc_fail(EINVAL, "%s:%u: expected 'node <id> key=value...', got '%s'", path, line,
                      word);
   char *id_text = strtok_r(NULL, " \t", &save);
   uint64_t id = 0;
   if (id_text == NULL || (strcmp(id_text, "0") != 0 && conf_parse_u64(id_text, &id) != 0) ||
       id > INT32_MAX)
-    return sicm_fail(EINVAL, "%s:%u: 'node' needs a node number", path, line);
-  if (sicm_topo_index(topo, (int)id) < 0)
-    return sicm_fail(EINVAL, "%s:%u: node %d does not exist on this machine", path, line,
+    return sc_fail(EINVAL, "%s:%u: 'node' needs a node number", path, line);
+  if (sc_topo_index(topo, (int)id) < 0)
+    return sc_fail(EINVAL, "%s:%u: node %d does not exist on this machine", path, line,
                      (int)id);
   for (unsigned i = 0; i < conf->count; i++)
     if (conf->nodes[i].node == (int)id)
-      return sicm_fail(EINVAL, "%s:%u: node %d is configured twice", path, line, (int)id);
-  sicm_conf_node entry = {.node = (int)id};
+      return sc_fail(EINVAL, "%s:%u: node %d is configured twice", path, line, (int)id);
+  sc_conf_node entry = {.node = (int)id};
   int settings = 0;
   while ((word = strtok_r(NULL, " \t", &save)) != NULL) {
     if (conf_parse_setting(path, line, word, &entry) != 0)
@@ -100,21 +100,21 @@ static int conf_parse_line(const char *path, unsigned line, char *text, const si
     settings++;
   }
   if (settings == 0)
-    return sicm_fail(EINVAL, "%s:%u: node %d has no settings", path, line, (int)id);
-  sicm_conf_node *grown = realloc(conf->nodes, (conf->count + 1) * sizeof *grown);
+    return sc_fail(EINVAL, "%s:%u: node %d has no settings", path, line, (int)id);
+  sc_conf_node *grown = realloc(conf->nodes, (conf->count + 1) * sizeof *grown);
   if (grown == NULL)
-    return sicm_fail(ENOMEM, "%s:%u: out of memory", path, line);
+    return sc_fail(ENOMEM, "%s:%u: out of memory", path, line);
   conf->nodes = grown;
   conf->nodes[conf->count++] = entry;
   return 0;
 }
 
-int sicm_conf_parse(const char *path, const sicm_topo *topo, sicm_conf *conf) {
+int sc_conf_parse(const char *path, const sc_topo *topo, sc_conf *conf) {
   memset(conf, 0, sizeof *conf);
   FILE *f = fopen(path, "r");
   if (f == NULL) {
     int err = errno;
-    return sicm_fail(err, "%s: cannot open: %s", path, strerror(err));
+    return sc_fail(err, "%s: cannot open: %s", path, strerror(err));
   }
   char buf[1024];
   unsigned line = 0;
@@ -123,7 +123,7 @@ int sicm_conf_parse(const char *path, const sicm_topo *topo, sicm_conf *conf) {
     line++;
     size_t len = strlen(buf);
     if (len == sizeof buf - 1 && buf[len - 1] != '\n' && !feof(f)) {
-      rc = sicm_fail(EINVAL, "%s:%u: line longer than %zu characters", path, line,
+      rc = sc_fail(EINVAL, "%s:%u: line longer than %zu characters", path, line,
                      sizeof buf - 2);
       break;
     }
@@ -136,25 +136,25 @@ int sicm_conf_parse(const char *path, const sicm_topo *topo, sicm_conf *conf) {
     rc = conf_parse_line(path, line, buf, topo, conf);
   }
   if (rc == 0 && ferror(f))
-    rc = sicm_fail(EIO, "%s: read error", path);
+    rc = sc_fail(EIO, "%s: read error", path);
   fclose(f);
   if (rc != 0)
-    sicm_conf_release(conf);
+    sc_conf_release(conf);
   return rc;
 }
 
 /* Configured values replace the firmware's for every initiator: they are
  * stored as seen from the node's nearest initiator, and other initiators
  * get estimates from them. */
-void sicm_conf_apply(const sicm_conf *conf, sicm_topo *topo) {
+void sc_conf_apply(const sc_conf *conf, sc_topo *topo) {
   for (unsigned c = 0; c < conf->count; c++) {
-    const sicm_perf_cell *set = &conf->nodes[c].perf;
-    unsigned target = (unsigned)sicm_topo_index(topo, conf->nodes[c].node);
-    int nearest = sicm_topo_nearest_initiator(topo, target);
+    const sc_perf_cell *set = &conf->nodes[c].perf;
+    unsigned target = (unsigned)sc_topo_index(topo, conf->nodes[c].node);
+    int nearest = sc_topo_nearest_initiator(topo, target);
     if (set->source != SICM_SOURCE_CONFIG || nearest < 0)
       continue;
     for (unsigned i = 0; i < topo->nnodes; i++) {
-      sicm_perf_cell *cell = sicm_topo_perf(topo, i, target);
+      sc_perf_cell *cell = sc_topo_perf(topo, i, target);
       int own = i == (unsigned)nearest;
       if (set->read_bandwidth) cell->read_bandwidth = own ? set->read_bandwidth : 0;
       if (set->write_bandwidth) cell->write_bandwidth = own ? set->write_bandwidth : 0;
@@ -166,7 +166,7 @@ void sicm_conf_apply(const sicm_conf *conf, sicm_topo *topo) {
   }
 }
 
-void sicm_conf_release(sicm_conf *conf) {
+void sc_conf_release(sc_conf *conf) {
   free(conf->nodes);
   memset(conf, 0, sizeof *conf);
 }

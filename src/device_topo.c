@@ -5,31 +5,31 @@
 
 #include <numa.h>
 
-#include "internal.h"
+#include "devices.h"
 
-int sicm_topo_index(const sicm_topo *topo, int node) {
+int sc_topo_index(const sc_topo *topo, int node) {
   for (unsigned i = 0; i < topo->nnodes; i++)
     if (topo->nodes[i].id == node)
       return (int)i;
   return -1;
 }
 
-unsigned sicm_topo_distance(const sicm_topo *topo, unsigned from, unsigned to) {
+unsigned sc_topo_distance(const sc_topo *topo, unsigned from, unsigned to) {
   return topo->distance[from * topo->nnodes + to];
 }
 
-sicm_perf_cell *sicm_topo_perf(const sicm_topo *topo, unsigned initiator, unsigned target) {
+sc_perf_cell *sc_topo_perf(const sc_topo *topo, unsigned initiator, unsigned target) {
   return &topo->perf[initiator * topo->nnodes + target];
 }
 
-int sicm_topo_nearest_initiator(const sicm_topo *topo, unsigned target) {
+int sc_topo_nearest_initiator(const sc_topo *topo, unsigned target) {
   int best = -1;
   for (unsigned i = 0; i < topo->nnodes; i++) {
     if (!topo->nodes[i].has_cpus)
       continue;
     /* Nodes are sorted by id, so the first of equal distances is the lowest. */
-    if (best < 0 || sicm_topo_distance(topo, i, target) <
-                        sicm_topo_distance(topo, (unsigned)best, target))
+    if (best < 0 || sc_topo_distance(topo, i, target) <
+                        sc_topo_distance(topo, (unsigned)best, target))
       best = (int)i;
   }
   return best;
@@ -44,7 +44,7 @@ static int node_obj_compare(const void *a, const void *b) {
  * cpuset of the CPUs it is attached to, so ask the kernel when the topology
  * is this machine's.  For a foreign (XML) topology, the first node of each
  * distinct cpuset is taken as the one with CPUs, as firmware lists them. */
-static int node_has_cpus(const sicm_topo *topo, unsigned idx, hwloc_obj_t *objs) {
+static int node_has_cpus(const sc_topo *topo, unsigned idx, hwloc_obj_t *objs) {
   if (topo->is_this_system) {
     struct bitmask *cpus = numa_allocate_cpumask();
     int has = numa_node_to_cpus((int)objs[idx]->os_index, cpus) == 0 &&
@@ -60,7 +60,7 @@ static int node_has_cpus(const sicm_topo *topo, unsigned idx, hwloc_obj_t *objs)
   return 1;
 }
 
-static void topo_read_distances(sicm_topo *topo, hwloc_topology_t hw, hwloc_obj_t *objs) {
+static void topo_read_distances(sc_topo *topo, hwloc_topology_t hw, hwloc_obj_t *objs) {
   unsigned n = topo->nnodes, nr = 1;
   struct hwloc_distances_s *dist = NULL;
   for (unsigned i = 0; i < n; i++)
@@ -79,7 +79,7 @@ static void topo_read_distances(sicm_topo *topo, hwloc_topology_t hw, hwloc_obj_
 }
 
 /* Stores one attribute of one target for every CPU node that an initiator covers. */
-static void topo_read_attribute(sicm_topo *topo, hwloc_topology_t hw, hwloc_obj_t target,
+static void topo_read_attribute(sc_topo *topo, hwloc_topology_t hw, hwloc_obj_t target,
                                 unsigned target_idx, hwloc_memattr_id_t attr) {
   struct hwloc_location locs[64];
   hwloc_uint64_t values[64];
@@ -95,7 +95,7 @@ static void topo_read_attribute(sicm_topo *topo, hwloc_topology_t hw, hwloc_obj_
       if (!topo->nodes[i].has_cpus ||
           !hwloc_bitmap_intersects(locs[k].location.cpuset, topo->nodes[i].cpuset))
         continue;
-      sicm_perf_cell *cell = sicm_topo_perf(topo, i, target_idx);
+      sc_perf_cell *cell = sc_topo_perf(topo, i, target_idx);
       uint64_t v = values[k];
       switch (attr) {
       case HWLOC_MEMATTR_ID_READ_BANDWIDTH: cell->read_bandwidth = v; break;
@@ -118,7 +118,7 @@ static void topo_read_attribute(sicm_topo *topo, hwloc_topology_t hw, hwloc_obj_
   }
 }
 
-static void topo_read_perf(sicm_topo *topo, hwloc_topology_t hw, hwloc_obj_t *objs) {
+static void topo_read_perf(sc_topo *topo, hwloc_topology_t hw, hwloc_obj_t *objs) {
   /* Specific attributes first, so that access values only fill the gaps. */
   static const hwloc_memattr_id_t attrs[] = {
       HWLOC_MEMATTR_ID_READ_BANDWIDTH, HWLOC_MEMATTR_ID_WRITE_BANDWIDTH,
@@ -129,19 +129,31 @@ static void topo_read_perf(sicm_topo *topo, hwloc_topology_t hw, hwloc_obj_t *ob
       topo_read_attribute(topo, hw, objs[t], t, attrs[a]);
 }
 
-int sicm_topo_discover(sicm_topo *topo) {
+hwloc_topology_t sc_topo_load_hwloc(int io) {
   hwloc_topology_t hw;
-  memset(topo, 0, sizeof *topo);
   if (hwloc_topology_init(&hw) != 0)
-    return sicm_fail(ENOMEM, "hwloc_topology_init failed");
+    return sc_fail_null(ENOMEM, "hwloc_topology_init failed");
+  if (io) {
+    hwloc_topology_set_io_types_filter(hw, HWLOC_TYPE_FILTER_KEEP_ALL);
+    /* PCI from Linux sysfs: the libpciaccess plugin leaks at every load. */
+    hwloc_topology_set_components(hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+  }
   if (hwloc_topology_load(hw) != 0) {
     hwloc_topology_destroy(hw);
-    return sicm_fail(EIO, "hwloc could not load the topology");
+    return sc_fail_null(EIO, "hwloc could not load the topology");
   }
+  return hw;
+}
+
+int sc_topo_discover(sc_topo *topo) {
+  memset(topo, 0, sizeof *topo);
+  hwloc_topology_t hw = sc_topo_load_hwloc(0);
+  if (hw == NULL)
+    return -1;
   int n = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_NUMANODE);
   if (n <= 0) {
     hwloc_topology_destroy(hw);
-    return sicm_fail(EIO, "hwloc found no NUMA node");
+    return sc_fail(EIO, "hwloc found no NUMA node");
   }
   hwloc_obj_t *objs = calloc((size_t)n, sizeof *objs);
   topo->nnodes = (unsigned)n;
@@ -150,16 +162,16 @@ int sicm_topo_discover(sicm_topo *topo) {
   topo->perf = calloc((size_t)n * (size_t)n, sizeof *topo->perf);
   if (!objs || !topo->nodes || !topo->distance || !topo->perf) {
     free(objs);
-    sicm_topo_release(topo);
+    sc_topo_release(topo);
     hwloc_topology_destroy(hw);
-    return sicm_fail(ENOMEM, "out of memory describing %d NUMA nodes", n);
+    return sc_fail(ENOMEM, "out of memory describing %d NUMA nodes", n);
   }
   topo->is_this_system = hwloc_topology_is_thissystem(hw);
   for (int i = 0; i < n; i++)
     objs[i] = hwloc_get_obj_by_type(hw, HWLOC_OBJ_NUMANODE, (unsigned)i);
   qsort(objs, (size_t)n, sizeof *objs, node_obj_compare);
   for (unsigned i = 0; i < topo->nnodes; i++) {
-    sicm_node *node = &topo->nodes[i];
+    sc_node *node = &topo->nodes[i];
     node->id = (int)objs[i]->os_index;
     node->capacity = objs[i]->attr->numanode.local_memory;
     node->has_cpus = node_has_cpus(topo, i, objs);
@@ -172,7 +184,7 @@ int sicm_topo_discover(sicm_topo *topo) {
   return 0;
 }
 
-void sicm_topo_release(sicm_topo *topo) {
+void sc_topo_release(sc_topo *topo) {
   for (unsigned i = 0; topo->nodes && i < topo->nnodes; i++)
     hwloc_bitmap_free(topo->nodes[i].cpuset);
   free(topo->nodes);

@@ -11,7 +11,7 @@
 
 #include <numa.h>
 
-#include "internal.h"
+#include "devices.h"
 
 #define SYSFS_NODE "/sys/devices/system/node/node%d/hugepages"
 
@@ -33,33 +33,33 @@ static long long hugetlb_pages(int node, size_t page_size, const char *which) {
   return sysfs_read_number(path);
 }
 
-static void device_fill(sicm_device *dev, const sicm_topo *topo, const sicm_conf *conf,
+static void device_fill(sicm_device *dev, const sc_topo *topo, const sc_conf *conf,
                         unsigned idx, size_t page_size, size_t capacity) {
-  const sicm_node *node = &topo->nodes[idx];
+  const sc_node *node = &topo->nodes[idx];
   dev->node = node->id;
   dev->page_size = page_size;
   dev->capacity = capacity;
   dev->has_cpus = node->has_cpus;
-  dev->huge = page_size != (size_t)sysconf(_SC_PAGESIZE);
-  dev->kind = sicm_classify(topo, idx, &dev->kind_source);
+  dev->huge = page_size != sc_page_size();
+  dev->kind = sc_classify(topo, idx, &dev->kind_source);
   for (unsigned c = 0; c < conf->count; c++)
     if (conf->nodes[c].node == node->id && conf->nodes[c].kind != SICM_KIND_UNKNOWN) {
       dev->kind = conf->nodes[c].kind;
       dev->kind_source = SICM_SOURCE_CONFIG;
     }
-  int init = sicm_topo_nearest_initiator(topo, idx);
+  int init = sc_topo_nearest_initiator(topo, idx);
   dev->perf.initiator = -1;
   if (init >= 0) {
-    sicm_perf_cell cell = sicm_perf_seen_from(topo, (unsigned)init, idx);
+    sc_perf_cell cell = sc_perf_seen_from(topo, (unsigned)init, idx);
     dev->perf = (sicm_perf){cell.read_bandwidth, cell.write_bandwidth, cell.read_latency,
                             cell.write_latency, topo->nodes[init].id, cell.source};
-    if (!sicm_perf_bandwidth(&cell) && !sicm_perf_latency(&cell))
+    if (!sc_perf_bandwidth(&cell) && !sc_perf_latency(&cell))
       dev->perf.source = SICM_SOURCE_NONE;
   }
 }
 
 /* Appends the hugetlb devices of one node: each page size with pages reserved. */
-static int devices_add_hugetlb(const sicm_topo *topo, const sicm_conf *conf, unsigned idx,
+static int devices_add_hugetlb(const sc_topo *topo, const sc_conf *conf, unsigned idx,
                                sicm_device_list *list) {
   char path[128];
   snprintf(path, sizeof path, SYSFS_NODE, topo->nodes[idx].id);
@@ -77,7 +77,7 @@ static int devices_add_hugetlb(const sicm_topo *topo, const sicm_conf *conf, uns
       continue;
     sicm_device *grown = realloc(list->devices, (list->count + 1) * sizeof *grown);
     if (grown == NULL) {
-      rc = sicm_fail(ENOMEM, "out of memory listing devices");
+      rc = sc_fail(ENOMEM, "out of memory listing devices");
       break;
     }
     list->devices = grown;
@@ -98,18 +98,18 @@ static int device_compare(const void *a, const void *b) {
   return (x->page_size > y->page_size) - (x->page_size < y->page_size);
 }
 
-int sicm_devices_build(const sicm_topo *topo, const sicm_conf *conf, sicm_device_list *list) {
+int sc_devices_build(const sc_topo *topo, const sc_conf *conf, sicm_device_list *list) {
   list->count = topo->nnodes;
   list->devices = calloc(topo->nnodes, sizeof *list->devices);
   if (list->devices == NULL)
-    return sicm_fail(ENOMEM, "out of memory listing devices");
-  size_t base = (size_t)sysconf(_SC_PAGESIZE);
+    return sc_fail(ENOMEM, "out of memory listing devices");
+  size_t base = sc_page_size();
   for (unsigned i = 0; i < topo->nnodes; i++)
     device_fill(&list->devices[i], topo, conf, i, base, topo->nodes[i].capacity);
   /* Hugetlb pools are this machine's: a foreign topology has none. */
   for (unsigned i = 0; topo->is_this_system && i < topo->nnodes; i++)
     if (devices_add_hugetlb(topo, conf, i, list) != 0) {
-      sicm_devices_release(list);
+      sc_devices_release(list);
       return -1;
     }
   qsort(list->devices, list->count, sizeof *list->devices, device_compare);
@@ -118,19 +118,19 @@ int sicm_devices_build(const sicm_topo *topo, const sicm_conf *conf, sicm_device
   return 0;
 }
 
-void sicm_devices_release(sicm_device_list *list) {
+void sc_devices_release(sicm_device_list *list) {
   free(list->devices);
   list->devices = NULL;
   list->count = 0;
 }
 
 const sicm_device_list *sicm_devices(void) {
-  sicm_state *s = sicm_state_get();
+  sc_state *s = sc_state_get();
   return s ? &s->devices : NULL;
 }
 
 sicm_device *sicm_device_of_node(int node, size_t page_size) {
-  sicm_state *s = sicm_state_get();
+  sc_state *s = sc_state_get();
   if (s == NULL)
     return NULL;
   for (unsigned i = 0; i < s->devices.count; i++) {
@@ -138,50 +138,50 @@ sicm_device *sicm_device_of_node(int node, size_t page_size) {
     if (dev->node == node && (page_size == 0 ? !dev->huge : dev->page_size == page_size))
       return dev;
   }
-  return sicm_fail_null(ENODEV, "no device on node %d with page size %zu", node, page_size);
+  return sc_fail_null(ENODEV, "no device on node %d with page size %zu", node, page_size);
 }
 
 int sicm_device_free(const sicm_device *dev, size_t *free_bytes) {
-  sicm_state *s = sicm_state_get();
+  sc_state *s = sc_state_get();
   if (s == NULL)
     return -1;
-  if (free_bytes == NULL || !sicm_device_is_known(s, dev))
-    return sicm_fail(EINVAL, "sicm_device_free: %s", free_bytes == NULL
+  if (free_bytes == NULL || !sc_device_is_known(s, dev))
+    return sc_fail(EINVAL, "sicm_device_free: %s", free_bytes == NULL
                      ? "free_bytes is NULL" : "not a device from sicm_devices()");
   if (!s->topo.is_this_system)
-    return sicm_fail(EIO, "node %d belongs to a topology loaded from a file", dev->node);
+    return sc_fail(EIO, "node %d belongs to a topology loaded from a file", dev->node);
   if (dev->huge) {
     long long pages = hugetlb_pages(dev->node, dev->page_size, "free_hugepages");
     if (pages < 0)
-      return sicm_fail(EIO, "cannot read free hugetlb pages of node %d", dev->node);
+      return sc_fail(EIO, "cannot read free hugetlb pages of node %d", dev->node);
     *free_bytes = (size_t)pages * dev->page_size;
     return 0;
   }
   long long free_now = 0;
   if (numa_node_size64(dev->node, &free_now) < 0)
-    return sicm_fail(EIO, "the kernel reports no memory size for node %d", dev->node);
+    return sc_fail(EIO, "the kernel reports no memory size for node %d", dev->node);
   *free_bytes = (size_t)free_now;
   return 0;
 }
 
 int sicm_node_distance(int from_node, int to_node) {
-  sicm_state *s = sicm_state_get();
+  sc_state *s = sc_state_get();
   if (s == NULL)
     return -1;
-  int from = sicm_topo_index(&s->topo, from_node), to = sicm_topo_index(&s->topo, to_node);
+  int from = sc_topo_index(&s->topo, from_node), to = sc_topo_index(&s->topo, to_node);
   if (from < 0 || to < 0)
-    return sicm_fail(EINVAL, "no NUMA node %d", from < 0 ? from_node : to_node);
-  return (int)sicm_topo_distance(&s->topo, (unsigned)from, (unsigned)to);
+    return sc_fail(EINVAL, "no NUMA node %d", from < 0 ? from_node : to_node);
+  return (int)sc_topo_distance(&s->topo, (unsigned)from, (unsigned)to);
 }
 
 int sicm_node_self(void) {
-  sicm_state *s = sicm_state_get();
+  sc_state *s = sc_state_get();
   if (s == NULL)
     return -1;
   int cpu = sched_getcpu();
   int first_with_cpus = -1;
   for (unsigned i = 0; i < s->topo.nnodes; i++) {
-    const sicm_node *node = &s->topo.nodes[i];
+    const sc_node *node = &s->topo.nodes[i];
     if (cpu >= 0 && hwloc_bitmap_isset(node->cpuset, (unsigned)cpu))
       return node->id;
     if (node->has_cpus && first_with_cpus < 0)
@@ -192,11 +192,11 @@ int sicm_node_self(void) {
 }
 
 int sicm_node_of_cpus(const unsigned *cpus, size_t ncpus) {
-  sicm_state *s = sicm_state_get();
+  sc_state *s = sc_state_get();
   if (s == NULL)
     return -1;
   if (cpus == NULL || ncpus == 0)
-    return sicm_fail(EINVAL, "sicm_node_of_cpus: no CPU given");
+    return sc_fail(EINVAL, "sicm_node_of_cpus: no CPU given");
   int best = -1;
   size_t best_count = 0;
   for (unsigned i = 0; i < s->topo.nnodes; i++) {
@@ -209,7 +209,7 @@ int sicm_node_of_cpus(const unsigned *cpus, size_t ncpus) {
     }
   }
   if (best < 0)
-    return sicm_fail(EINVAL, "sicm_node_of_cpus: none of the %zu CPUs exists", ncpus);
+    return sc_fail(EINVAL, "sicm_node_of_cpus: none of the %zu CPUs exists", ncpus);
   return best;
 }
 

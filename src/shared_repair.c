@@ -1,4 +1,4 @@
-/* shm_repair.c: a shared heap after the death of its lock holder, and the
+/* sc_shm_repair.c: a shared heap after the death of its lock holder, and the
  * checker of every heap invariant.
  *
  * Repair is undo, then rebuild: the journal puts back the header words of
@@ -10,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shm.h"
+#include "shared.h"
 
-static void journal_undo(shm_header *h) {
+static void journal_undo(sc_shm_header *h) {
   uint64_t n = __atomic_load_n(&h->journal_count, __ATOMIC_ACQUIRE);
-  if (n == 0 || n > SHM_JOURNAL_MAX)
+  if (n == 0 || n > SC_SHM_JOURNAL_MAX)
     return;
   for (uint64_t i = n; i-- > 0;) {
-    const shm_journal_entry *e = &h->journal[i];
+    const sc_shm_journal_entry *e = &h->journal[i];
     if (e->offset >= h->heap_begin && e->offset <= h->heap_end && (e->offset & 7) == 0)
       *(uint64_t *)((char *)h + e->offset) = e->old_value;
   }
@@ -26,20 +26,20 @@ static void journal_undo(shm_header *h) {
 
 /* Rebuilds the derived state from the block headers; -1 if they do not
  * tile the heap. */
-static int rebuild(shm_header *h) {
+static int rebuild(sc_shm_header *h) {
   h->fl_bitmap = 0;
   memset(h->sl_bitmap, 0, sizeof h->sl_bitmap);
   memset(h->free_head, 0, sizeof h->free_head);
   h->blocks_used = h->bytes_used = h->blocks_free = h->bytes_free = 0;
   uint64_t offset = h->heap_begin, prev_size = 0;
   while (offset < h->heap_end) {
-    shm_block *b = shm_block_at(h, offset);
-    uint64_t size = shm_block_size(b);
-    if (size < SHM_BLOCK_MIN || size > h->heap_end - offset)
+    sc_shm_block *b = sc_shm_block_at(h, offset);
+    uint64_t size = sc_shm_block_size(b);
+    if (size < SC_SHM_BLOCK_MIN || size > h->heap_end - offset)
       return -1;
     b->prev_size = prev_size;
-    if (shm_block_is_free(b)) {
-      shm_list_insert(h, b);
+    if (sc_shm_block_is_free(b)) {
+      sc_shm_list_insert(h, b);
     } else {
       h->blocks_used++;
       h->bytes_used += size;
@@ -47,13 +47,13 @@ static int rebuild(shm_header *h) {
     prev_size = size;
     offset += size;
   }
-  shm_block *sentinel = shm_block_at(h, h->heap_end);
+  sc_shm_block *sentinel = sc_shm_block_at(h, h->heap_end);
   sentinel->prev_size = prev_size;
   sentinel->size_flags = 0;
   return 0;
 }
 
-int shm_repair(shm_header *h) {
+int sc_shm_repair(sc_shm_header *h) {
   journal_undo(h);
   int rc = rebuild(h);
   h->repairs++;
@@ -64,7 +64,7 @@ int shm_repair(shm_header *h) {
 /* ---- checker ---- */
 
 static int broken(const char *what, uint64_t offset) {
-  return sicm_fail(EUCLEAN, "shared heap check: %s (offset %llu)", what,
+  return sc_fail(EUCLEAN, "shared heap check: %s (offset %llu)", what,
                    (unsigned long long)offset);
 }
 
@@ -75,29 +75,29 @@ static int offset_cmp(const void *a, const void *b) {
 
 /* Walks the blocks: tiling, boundary tags, coalescing, counters.  Collects
  * the free blocks' offsets (in address order) into *frees. */
-static int check_blocks(shm_header *h, uint64_t **frees, size_t *nfrees, sicm_heap_report *r) {
+static int check_blocks(sc_shm_header *h, uint64_t **frees, size_t *nfrees, sicm_heap_report *r) {
   size_t cap = 64, n = 0;
   uint64_t *list = malloc(cap * sizeof *list);
   if (list == NULL)
-    return sicm_fail(ENOMEM, "out of memory");
+    return sc_fail(ENOMEM, "out of memory");
   uint64_t offset = h->heap_begin, prev_size = 0;
   int prev_free = 0, rc = 0;
   while (rc == 0 && offset < h->heap_end) {
-    shm_block *b = shm_block_at(h, offset);
-    uint64_t size = shm_block_size(b);
-    if (size < SHM_BLOCK_MIN || size > h->heap_end - offset)
+    sc_shm_block *b = sc_shm_block_at(h, offset);
+    uint64_t size = sc_shm_block_size(b);
+    if (size < SC_SHM_BLOCK_MIN || size > h->heap_end - offset)
       rc = broken("a block size leaves the heap or is below the minimum", offset);
     else if (b->prev_size != prev_size)
       rc = broken("a block's prev_size is not the size of the block below", offset);
-    else if (shm_block_is_free(b) && prev_free)
+    else if (sc_shm_block_is_free(b) && prev_free)
       rc = broken("two free blocks are adjacent (not coalesced)", offset);
     if (rc != 0)
       break;
-    if (shm_block_is_free(b)) {
+    if (sc_shm_block_is_free(b)) {
       if (n == cap) {
         uint64_t *grown = realloc(list, 2 * cap * sizeof *list);
         if (grown == NULL) {
-          rc = sicm_fail(ENOMEM, "out of memory");
+          rc = sc_fail(ENOMEM, "out of memory");
           break;
         }
         list = grown;
@@ -108,19 +108,19 @@ static int check_blocks(shm_header *h, uint64_t **frees, size_t *nfrees, sicm_he
       r->bytes_free += size;
       /* Good fit serves from a class only requests up to its lower bound. */
       uint64_t floor = size;
-      if (size >= SHM_SMALL_LIMIT)
-        floor &= ~((1ull << (63u - (unsigned)__builtin_clzll(size) - SHM_SL_LOG)) - 1);
-      if (floor - SHM_BLOCK_HEADER > r->largest_free)
-        r->largest_free = floor - SHM_BLOCK_HEADER;
+      if (size >= SC_SHM_SMALL_LIMIT)
+        floor &= ~((1ull << (63u - (unsigned)__builtin_clzll(size) - SC_SHM_SL_LOG)) - 1);
+      if (floor - SC_SHM_BLOCK_HEADER > r->largest_free)
+        r->largest_free = floor - SC_SHM_BLOCK_HEADER;
     } else {
       r->blocks_used++;
       r->bytes_used += size;
     }
-    prev_free = shm_block_is_free(b);
+    prev_free = sc_shm_block_is_free(b);
     prev_size = size;
     offset += size;
   }
-  const shm_block *sentinel = shm_block_at(h, h->heap_end);
+  const sc_shm_block *sentinel = sc_shm_block_at(h, h->heap_end);
   if (rc == 0 && offset != h->heap_end)
     rc = broken("the blocks do not end at the sentinel", offset);
   else if (rc == 0 && (sentinel->size_flags != 0 || sentinel->prev_size != prev_size))
@@ -139,19 +139,19 @@ static int check_blocks(shm_header *h, uint64_t **frees, size_t *nfrees, sicm_he
 
 /* Each list holds exactly the free blocks of its class, linked both ways;
  * the bitmaps say which lists are non-empty. */
-static int check_lists(shm_header *h, const uint64_t *frees, size_t nfrees) {
+static int check_lists(sc_shm_header *h, const uint64_t *frees, size_t nfrees) {
   unsigned char *seen = calloc(nfrees ? nfrees : 1, 1);
   if (seen == NULL)
-    return sicm_fail(ENOMEM, "out of memory");
+    return sc_fail(ENOMEM, "out of memory");
   size_t listed = 0;
   int rc = 0;
-  for (unsigned fl = 0; rc == 0 && fl < SHM_FL_COUNT; fl++) {
+  for (unsigned fl = 0; rc == 0 && fl < SC_SHM_FL_COUNT; fl++) {
     if (((h->fl_bitmap >> fl) & 1) != (h->sl_bitmap[fl] != 0))
       rc = broken("the first-level bitmap disagrees with the second level", fl);
-    for (unsigned sl = 0; rc == 0 && sl < SHM_SL_COUNT; sl++) {
+    for (unsigned sl = 0; rc == 0 && sl < SC_SHM_SL_COUNT; sl++) {
       uint64_t offset = h->free_head[fl][sl], prev = 0;
       if (((h->sl_bitmap[fl] >> sl) & 1) != (offset != 0))
-        rc = broken("a second-level bitmap bit disagrees with its list", fl * SHM_SL_COUNT + sl);
+        rc = broken("a second-level bitmap bit disagrees with its list", fl * SC_SHM_SL_COUNT + sl);
       while (rc == 0 && offset != 0) {
         const uint64_t *at = bsearch(&offset, frees, nfrees, sizeof *frees, offset_cmp);
         unsigned bfl, bsl;
@@ -159,8 +159,8 @@ static int check_lists(shm_header *h, const uint64_t *frees, size_t nfrees) {
           rc = broken("a free list holds something that is not a free block", offset);
           break;
         }
-        shm_block *b = shm_block_at(h, offset);
-        shm_class_of(shm_block_size(b), &bfl, &bsl);
+        sc_shm_block *b = sc_shm_block_at(h, offset);
+        sc_shm_class_of(sc_shm_block_size(b), &bfl, &bsl);
         if (seen[at - frees]++)
           rc = broken("a free block is listed twice", offset);
         else if (bfl != fl || bsl != sl)
@@ -179,11 +179,11 @@ static int check_lists(shm_header *h, const uint64_t *frees, size_t nfrees) {
   return rc;
 }
 
-int shm_check_locked(shm_header *h, sicm_heap_report *report) {
+int sc_shm_check_locked(sc_shm_header *h, sicm_heap_report *report) {
   sicm_heap_report r = {0};
   if (__atomic_load_n(&h->journal_count, __ATOMIC_ACQUIRE) != 0)
     return broken("an update is pending in the journal", 0);
-  if (h->heap_begin < sizeof *h || h->heap_begin % SHM_ALIGN || h->heap_end != h->size - SHM_BLOCK_HEADER)
+  if (h->heap_begin < sizeof *h || h->heap_begin % SC_SHM_ALIGN || h->heap_end != h->size - SC_SHM_BLOCK_HEADER)
     return broken("the heap bounds in the header are wrong", 0);
   uint64_t *frees = NULL;
   size_t nfrees = 0;

@@ -1,0 +1,159 @@
+/* arena.h: the arenas layer — the arena record every kind of arena shares,
+ * the operations table through which a kind serves it, handles, and the
+ * address windows that hold an arena's pages.
+ *
+ * A kind of arena (the private jemalloc arena of arena_je.c, the shared
+ * heap of shared_*.c) is one sc_arena_ops table plus its own data in the
+ * record's kind_data.  Every entry point resolves the record and calls
+ * through the table; no file outside a kind's own asks which kind an
+ * arena is. */
+#ifndef SC_ARENA_H
+#define SC_ARENA_H
+
+#include <pthread.h>
+
+#include "devices.h"
+
+#define SC_ARENA_SLOTS 4096         /* jemalloc allows ~4086 user arenas */
+#define SC_HANDLE_SLOT_BITS 12      /* log2(SC_ARENA_SLOTS) */
+#define SC_CHUNK_SHIFT 34           /* address windows come in 16 GiB chunks */
+#define SC_CHUNK_SIZE ((size_t)1 << SC_CHUNK_SHIFT)
+#define SC_ADDRESS_BITS 47          /* user address space without 5-level paging */
+#define SC_WINDOWS_MAX 64
+/* Arenas past this many committed bytes get transparent huge pages. */
+#define SC_THP_THRESHOLD ((size_t)64 << 20)
+#define SC_ARENA_KIND_DATA 256      /* bytes of kind_data */
+
+/* A range of address space holding an arena's pages, used from the bottom. */
+typedef struct sc_window {
+  char *base;
+  size_t size;
+  size_t used;                  /* bytes handed out, from base */
+} sc_window;
+
+/* Where an arena's pages go: the devices and the mbind policy over them. */
+typedef struct sc_binding {
+  int policy;                   /* MPOL_BIND, MPOL_PREFERRED(_MANY), MPOL_INTERLEAVE */
+  sc_nodemask nodes;            /* nodes of the devices */
+  unsigned ndevices;
+  sicm_device *devices[SICM_ARENA_DEVICES_MAX];
+} sc_binding;
+
+typedef struct sc_arena sc_arena;
+
+/* What a kind of arena does.  Functions that can fail follow base.h's
+ * convention; `generation` is the handle generation the caller resolved. */
+typedef struct sc_arena_ops {
+  /* Makes a claimed record a live arena of this kind (arg: the kind's
+   * creation arguments); called under the arenas lock. */
+  int (*open)(sc_arena *a, void *arg);
+  /* Ends the arena in this process before its windows are released. */
+  int (*close)(sc_arena *a);
+  /* align: 0 or a power of two. */
+  void *(*alloc)(sc_arena *a, uint64_t generation, size_t size, size_t align, int zero);
+  void (*free)(sc_arena *a, uint64_t generation, void *ptr);
+  void *(*realloc)(sc_arena *a, uint64_t generation, void *ptr, size_t size);
+  size_t (*usable_size)(sc_arena *a, const void *ptr);
+  /* The usable size alloc(size, align) would give; 0 if none can. */
+  size_t (*usable_for)(sc_arena *a, size_t size, size_t align);
+  int (*stats)(sc_arena *a, sicm_arena_stats *out);
+  /* Placement shared with other processes, or NULL for a private arena:
+   * pages_map makes the resident pages that other processes touched
+   * visible to move_pages and mbind here; binding_load refreshes
+   * a->binding; move_begin and move_end bracket a migration (end records
+   * the binding when `moved`); move_flag is the mbind/move_pages flag that
+   * moves pages other processes map too. */
+  int (*pages_map)(sc_arena *a);
+  int (*binding_load)(sc_arena *a);
+  int (*move_begin)(sc_arena *a);
+  int (*move_end)(sc_arena *a, int moved);
+  int move_flag;
+} sc_arena_ops;
+
+struct sc_arena {
+  const sc_arena_ops *ops;
+  uint64_t live_generation;     /* atomic: handle generation while live, 0 when not */
+  uint64_t last_generation;     /* generation of the newest arena in this slot */
+  unsigned slot;
+  int library_default;          /* 1: a default arena sicm_fini() destroys */
+  unsigned flags;               /* SICM_ARENA_* of its creation */
+  size_t maxsize;               /* 0: unlimited */
+  size_t held;                  /* atomic: bytes committed to it */
+  sc_binding binding;           /* changed by migration under window_lock */
+  int thp_advised;              /* atomic: windows got MADV_HUGEPAGE for size */
+  pthread_mutex_t window_lock;  /* windows and binding; never held on the fast path */
+  unsigned nwindows;
+  sc_window windows[SC_WINDOWS_MAX];
+  pthread_mutex_t migrate_lock; /* one migration at a time; destroy waits for it */
+  void *owner;                  /* the sicm_allocator the arena serves, or NULL */
+  /* Guards kind_data against threads that reach it outside a call on the
+   * arena (a thread exit flushing its caches); lives as long as the record. */
+  pthread_mutex_t kind_lock;
+  int migrated;                 /* last_migration is valid */
+  sicm_migration_report last_migration;
+  /* The kind's own data (arena_je.h, shared.h); records live as long as
+   * the process, so it is storage here, not a pointer to free. */
+  unsigned char kind_data[SC_ARENA_KIND_DATA] __attribute__((aligned(64)));
+};
+
+/* ---- arena.c: slots, handles, lifecycle ---- */
+/* Slot i's record, or NULL; records are never freed (stale handles and
+ * lookups must never touch freed memory). */
+extern sc_arena *sc_arena_slots[SC_ARENA_SLOTS];
+
+/* Checks devices and placement flags (EINVAL/ENOTSUP) and builds a binding. */
+int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
+                    unsigned flags, sc_binding *out);
+
+typedef struct sc_arena_config {
+  const sc_arena_ops *ops;
+  const sc_binding *binding;
+  size_t maxsize;
+  unsigned flags;
+  int library_default;
+  void *kind_arg;               /* passed to ops->open */
+} sc_arena_config;
+
+/* The one creation path of every kind: claims a slot, fills the common
+ * fields, opens the kind, publishes the handle.  NULL with errno. */
+sicm_arena sc_arena_create(const sc_arena_config *config);
+/* The live arena of a handle, or NULL with errno EINVAL/ESTALE. */
+sc_arena *sc_arena_resolve(sicm_arena sa);
+sicm_arena sc_arena_handle(const sc_arena *a, uint64_t generation);
+static inline uint64_t sc_handle_generation(sicm_arena sa) {
+  return (uintptr_t)sa >> SC_HANDLE_SLOT_BITS;
+}
+/* The handle of the first live arena for which match() returns 1, under
+ * the arenas lock; NULL if none. */
+sicm_arena sc_arena_find(int (*match)(const sc_arena *a, const void *arg), const void *arg);
+/* The usable size an allocation of size bytes (align: 0 or a power of two)
+ * would get from the arena; 0 with errno if none can be made. */
+size_t sc_arena_usable_for(sicm_arena sa, size_t size, size_t align);
+/* The allocator (intent_allocator.c) an arena serves: set once after creation. */
+void sc_arena_set_owner(sicm_arena sa, void *owner);
+/* The owner of the live arena holding ptr, or NULL. */
+void *sc_arena_owner_of(const void *ptr);
+/* The private kind's creation (arena_je.c): what sicm_arena_create_devices()
+ * does, plus the library_default mark; the default kind of arena. */
+sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
+                              unsigned flags, int library_default);
+/* Destroys the library's default arenas; -1 with EBUSY if user arenas live. */
+int sc_arenas_release_all(void);
+
+/* ---- arena_window.c: address windows and the chunk -> arena table ---- */
+/* The live arena owning address p, or NULL.  Lock-free. */
+sc_arena *sc_window_owner(const void *p);
+/* Makes [base, base + size) — mapped by the caller, base chunk-aligned —
+ * the arena's one window, fully used. */
+void sc_window_adopt(sc_arena *a, void *base, size_t size);
+/* Takes size bytes (aligned) from the arena's windows, reserving a new
+ * window when needed; NULL with errno.  Caller holds window_lock. */
+void *sc_window_take(sc_arena *a, void *new_addr, size_t size, size_t alignment);
+/* Unmaps every window of the arena. */
+void sc_window_release_all(sc_arena *a);
+/* Gives the arena's windows MADV_HUGEPAGE once it holds SC_THP_THRESHOLD. */
+void sc_window_advise_huge(sc_arena *a);
+/* A consistent copy of the arena's windows; returns how many. */
+unsigned sc_window_snapshot(sc_arena *a, sc_window *out);
+
+#endif /* SC_ARENA_H */

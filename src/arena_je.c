@@ -1,0 +1,173 @@
+/* arena_je.c: the private arena kind — creation on a jemalloc arena with
+ * the extent hooks of arena_je_hooks.c, and its operations: allocation and
+ * free through this thread's cache for the arena (a pop from or push to a
+ * bin; a miss is one jemalloc call; no lock either way), realloc, usable
+ * size, statistics. */
+#include <errno.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "arena_je.h"
+
+_Static_assert(sizeof(sc_je_arena) <= SC_ARENA_KIND_DATA, "sc_je_arena outgrew kind_data");
+
+static int je_open(sc_arena *a, void *arg) {
+  sc_je_arena *je = sc_je_of(a);
+  *je = (sc_je_arena){.arena = a};
+  sc_je_hooks_init(&je->hooks);
+  extent_hooks_t *hooks = &je->hooks;
+  unsigned index;
+  size_t len = sizeof index;
+  int err = mallctl("arenas.create", &index, &len, &hooks, sizeof hooks);
+  if (err != 0) /* EAGAIN: its metadata did not fit maxsize, or no memory */
+    return sc_fail(err == EAGAIN ? ENOMEM : err,
+                   "jemalloc could not create the arena (maxsize %zu)", a->maxsize);
+  je->index = index;
+  return 0;
+}
+
+static int je_close(sc_arena *a) {
+  sc_je_arena *je = sc_je_of(a);
+  /* Cached regions must go back before the arena, or they would outlive it. */
+  sc_thread_caches_release(a);
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "arena.%u.destroy", je->index);
+  int err = mallctl(cmd, NULL, NULL, NULL, 0);
+  return err == 0 ? 0 : sc_fail(err, "jemalloc could not destroy arena %u", je->index);
+}
+
+static int size_check(size_t sz) {
+  if (sz == 0)
+    return sc_fail(EINVAL, "size 0");
+  if (sz > PTRDIFF_MAX)
+    return sc_fail(ENOMEM, "size %zu is too large", sz);
+  return 0;
+}
+
+/* A NULL from jemalloc is ENOMEM; its cause is the failed hook's detail
+ * when one failed during the call. */
+static void *alloc_result(void *p, const sc_arena *a, size_t sz) {
+  if (p != NULL)
+    return p;
+  if (sc_je_hook_failed) {
+    char cause[256];
+    snprintf(cause, sizeof cause, "%s", sicm_error_detail());
+    return sc_fail_null(ENOMEM, "arena out of memory for %zu bytes: %s", sz, cause);
+  }
+  return sc_fail_null(ENOMEM, "arena out of memory for %zu bytes (held %zu, maxsize %zu)", sz,
+                      __atomic_load_n(&a->held, __ATOMIC_RELAXED), a->maxsize);
+}
+
+static int cache_flag(sc_arena *a, uint64_t generation) {
+  sc_thread_cache *cache = sc_thread_cache_get(a, generation);
+  return cache ? cache->flag : MALLOCX_TCACHE_NONE;
+}
+
+static void *je_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t align, int zero) {
+  unsigned index = sc_je_of(a)->index;
+  if (align == 0 && !zero && sz - 1 < sc_je_size_classes.max) {
+    sc_thread_cache *cache = sc_thread_cache_get(a, generation);
+    if (cache != NULL) {
+      sc_bin *bin = &cache->bins[sc_size_class(sz)];
+      if (bin->count > 0)
+        return bin->slots[--bin->count];
+      sc_je_hook_failed = 0;
+      return alloc_result(mallocx(sz, (int)MALLOCX_ARENA(index) | cache->flag), a, sz);
+    }
+  }
+  if (size_check(sz) != 0)
+    return NULL;
+  int flags = (int)MALLOCX_ARENA(index) | cache_flag(a, generation) |
+              (align ? MALLOCX_ALIGN(align) : 0) | (zero ? MALLOCX_ZERO : 0);
+  sc_je_hook_failed = 0;
+  return alloc_result(mallocx(sz, flags), a, sz);
+}
+
+static void je_free(sc_arena *a, uint64_t generation, void *ptr) {
+  sc_thread_cache *cache = sc_thread_cache_get(a, generation);
+  if (cache == NULL) {
+    dallocx(ptr, MALLOCX_TCACHE_NONE);
+    return;
+  }
+  size_t usable = sallocx(ptr, 0);
+  if (usable > sc_je_size_classes.max) {
+    dallocx(ptr, cache->flag);
+    return;
+  }
+  sc_bin *bin = &cache->bins[sc_size_class(usable)];
+  if (bin->count == SC_BIN_CAP)
+    sc_bin_flush(bin, cache->flag, SC_BIN_CAP / 2);
+  bin->slots[bin->count++] = ptr;
+}
+
+static void *je_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
+  if (size_check(sz) != 0)
+    return NULL;
+  int flags = (int)MALLOCX_ARENA(sc_je_of(a)->index) | cache_flag(a, generation);
+  sc_je_hook_failed = 0;
+  return alloc_result(rallocx(ptr, sz, flags), a, sz);
+}
+
+static size_t je_usable_size(sc_arena *a, const void *ptr) { return sallocx((void *)ptr, 0); }
+
+static size_t je_usable_for(sc_arena *a, size_t size, size_t align) {
+  return nallocx(size, align ? MALLOCX_ALIGN(align) : 0);
+}
+
+static int stat_read(unsigned index, const char *name, size_t *out) {
+  char cmd[96];
+  size_t len = sizeof *out;
+  snprintf(cmd, sizeof cmd, "stats.arenas.%u.%s", index, name);
+  return mallctl(cmd, out, &len, NULL, 0);
+}
+
+static int je_stats(sc_arena *a, sicm_arena_stats *out) {
+  unsigned index = sc_je_of(a)->index;
+  uint64_t epoch = 1;
+  size_t small = 0, large = 0, pactive = 0;
+  if (mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch) != 0 ||
+      stat_read(index, "small.allocated", &small) != 0 ||
+      stat_read(index, "large.allocated", &large) != 0 ||
+      stat_read(index, "pactive", &pactive) != 0 ||
+      stat_read(index, "resident", &out->resident) != 0 ||
+      stat_read(index, "mapped", &out->mapped) != 0)
+    return sc_fail(EIO, "jemalloc statistics are unavailable (built without stats?)");
+  out->allocated = small + large;
+  out->active = pactive * sc_page_size();
+  out->held = __atomic_load_n(&a->held, __ATOMIC_RELAXED);
+  out->maxsize = a->maxsize;
+  return 0;
+}
+
+static const sc_arena_ops je_ops = {
+    .open = je_open,
+    .close = je_close,
+    .alloc = je_alloc,
+    .free = je_free,
+    .realloc = je_realloc,
+    .usable_size = je_usable_size,
+    .usable_for = je_usable_for,
+    .stats = je_stats,
+    .move_flag = MPOL_MF_MOVE, /* pages of this process only */
+};
+
+sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
+                              unsigned flags, int library_default) {
+  sc_state *s = sc_state_get();
+  sc_binding binding;
+  if (s == NULL || sc_binding_make(s, devs, ndevs, flags, &binding) != 0)
+    return NULL;
+  sc_arena_config config = {.ops = &je_ops, .binding = &binding, .maxsize = maxsize,
+                            .flags = flags, .library_default = library_default};
+  return sc_arena_create(&config);
+}
+
+sicm_arena sicm_arena_create(size_t maxsize, sicm_device *dev) {
+  return sc_je_arena_create(maxsize, &dev, 1, 0, 0);
+}
+
+sicm_arena sicm_arena_create_devices(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
+                                     unsigned flags) {
+  return sc_je_arena_create(maxsize, devs, ndevs, flags, 0);
+}

@@ -1,0 +1,160 @@
+/* arena_window.c: address windows.  A private arena owns large PROT_NONE,
+ * NORESERVE reservations, bound once to the arena's nodes; jemalloc's
+ * extents are carved from their bottom and opened with mprotect, so every
+ * piece inherits the binding, and the pages of the arena are always a few
+ * known ranges (what migration moves).  A shared arena adopts its segment
+ * as its one window.  A table indexed by 16 GiB chunk maps any address to
+ * its arena without a lock. */
+#include <errno.h>
+#include <stdbool.h>
+#include <numaif.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "arena.h"
+
+#define CHUNK_COUNT ((size_t)1 << (SC_ADDRESS_BITS - SC_CHUNK_SHIFT))
+/* In chunk_owner: the chunk holds the end of a window that does not fill
+ * it, so an address there must be checked against the windows. */
+#define CHUNK_PARTIAL 0x8000u
+
+/* slot + 1 of the arena owning each chunk (| CHUNK_PARTIAL); 0 when none. */
+static uint16_t chunk_owner[CHUNK_COUNT];
+
+static bool in_windows(const sc_arena *a, uintptr_t p) {
+  unsigned n = __atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (p - (uintptr_t)a->windows[i].base < a->windows[i].size)
+      return true;
+  return false;
+}
+
+sc_arena *sc_window_owner(const void *p) {
+  uintptr_t addr = (uintptr_t)p;
+  if (addr >> SC_ADDRESS_BITS)
+    return NULL;
+  unsigned owner = __atomic_load_n(&chunk_owner[addr >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
+  if (owner == 0)
+    return NULL;
+  sc_arena *a = __atomic_load_n(&sc_arena_slots[(owner & ~CHUNK_PARTIAL) - 1], __ATOMIC_ACQUIRE);
+  if ((owner & CHUNK_PARTIAL) && !in_windows(a, addr))
+    return NULL;
+  return a;
+}
+
+static void window_set_owner(const sc_window *w, unsigned value) {
+  uintptr_t first = (uintptr_t)w->base >> SC_CHUNK_SHIFT;
+  uintptr_t end = ((uintptr_t)w->base + w->size + SC_CHUNK_SIZE - 1) >> SC_CHUNK_SHIFT;
+  for (uintptr_t c = first; c < end; c++) {
+    unsigned v = value;
+    if (v != 0 && c + 1 == end && w->size % SC_CHUNK_SIZE != 0)
+      v |= CHUNK_PARTIAL;
+    __atomic_store_n(&chunk_owner[c], (uint16_t)v, __ATOMIC_RELEASE);
+  }
+}
+
+static void window_publish(sc_arena *a, const sc_window *w) {
+  a->windows[a->nwindows] = *w;
+  window_set_owner(w, a->slot + 1);
+  /* Readers (lookups, residency, migration) see nwindows only after the
+   * window is set. */
+  __atomic_store_n(&a->nwindows, a->nwindows + 1, __ATOMIC_RELEASE);
+}
+
+/* Reserves a new window of at least min_size bytes; 0 or -1 with errno. */
+static int window_reserve(sc_arena *a, size_t min_size) {
+  if (a->nwindows == SC_WINDOWS_MAX)
+    return sc_fail(ENOMEM, "the arena has all %d windows of address space", SC_WINDOWS_MAX);
+  if (min_size > ((size_t)1 << 46))
+    return sc_fail(ENOMEM, "%zu bytes exceed any window", min_size);
+  size_t size = sc_round_up(min_size > SC_CHUNK_SIZE ? min_size : SC_CHUNK_SIZE, SC_CHUNK_SIZE);
+  size_t span = size + SC_CHUNK_SIZE;
+  char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED)
+    return sc_fail(ENOMEM, "no %zu bytes of address space for a window: %s", span,
+                   strerror(errno));
+  char *base = (char *)sc_round_up((uintptr_t)raw, SC_CHUNK_SIZE);
+  if (base > raw)
+    munmap(raw, (size_t)(base - raw));
+  if (raw + span > base + size)
+    munmap(base + size, (size_t)(raw + span - (base + size)));
+  if (((uintptr_t)base + size - 1) >> SC_ADDRESS_BITS) {
+    munmap(base, size);
+    return sc_fail(ENOMEM, "the kernel placed a window above the %d-bit address space",
+                   SC_ADDRESS_BITS);
+  }
+  if (mbind(base, size, a->binding.policy, a->binding.nodes.bits, SC_NODES_MAX, 0) != 0) {
+    int err = errno;
+    munmap(base, size);
+    return sc_fail(err, "mbind of a new window to the arena's nodes failed: %s", strerror(err));
+  }
+  if ((a->flags & SICM_ARENA_HUGEPAGES) || __atomic_load_n(&a->thp_advised, __ATOMIC_RELAXED))
+    madvise(base, size, MADV_HUGEPAGE); /* advice: a kernel without THP keeps base pages */
+  else if (a->flags & SICM_ARENA_NOHUGEPAGES)
+    madvise(base, size, MADV_NOHUGEPAGE);
+  window_publish(a, &(sc_window){base, size, 0});
+  return 0;
+}
+
+void sc_window_adopt(sc_arena *a, void *base, size_t size) {
+  window_publish(a, &(sc_window){base, size, size});
+}
+
+static void *window_bump(sc_window *w, size_t size, size_t alignment) {
+  uintptr_t start = sc_round_up((uintptr_t)w->base + w->used, alignment);
+  if (start + size > (uintptr_t)w->base + w->size)
+    return NULL;
+  w->used = start + size - (uintptr_t)w->base;
+  return (void *)start;
+}
+
+void *sc_window_take(sc_arena *a, void *new_addr, size_t size, size_t alignment) {
+  if (alignment < sc_page_size())
+    alignment = sc_page_size();
+  if (new_addr != NULL) {
+    /* jemalloc asks for the bytes right after an extent to grow it in place. */
+    for (unsigned i = 0; i < a->nwindows; i++) {
+      sc_window *w = &a->windows[i];
+      if (w->base + w->used == (char *)new_addr && w->size - w->used >= size) {
+        w->used += size;
+        return new_addr;
+      }
+    }
+    return sc_fail_null(ENOMEM, "no room to grow the extent at %p in place", new_addr);
+  }
+  void *p = a->nwindows ? window_bump(&a->windows[a->nwindows - 1], size, alignment) : NULL;
+  if (p == NULL && window_reserve(a, size + alignment) == 0)
+    p = window_bump(&a->windows[a->nwindows - 1], size, alignment);
+  return p;
+}
+
+/* A large arena moves faster (and TLB-misses less) in 2 MiB pages: once it
+ * holds SC_THP_THRESHOLD bytes, its windows ask for transparent huge
+ * pages, unless created with SICM_ARENA_NOHUGEPAGES. */
+void sc_window_advise_huge(sc_arena *a) {
+  int expected = 0;
+  if ((a->flags & SICM_ARENA_NOHUGEPAGES) ||
+      !__atomic_compare_exchange_n(&a->thp_advised, &expected, 1, false, __ATOMIC_RELAXED,
+                                   __ATOMIC_RELAXED))
+    return;
+  pthread_mutex_lock(&a->window_lock);
+  for (unsigned i = 0; i < a->nwindows; i++)
+    madvise(a->windows[i].base, a->windows[i].size, MADV_HUGEPAGE);
+  pthread_mutex_unlock(&a->window_lock);
+}
+
+unsigned sc_window_snapshot(sc_arena *a, sc_window *out) {
+  pthread_mutex_lock(&a->window_lock);
+  unsigned n = a->nwindows;
+  memcpy(out, a->windows, n * sizeof *out);
+  pthread_mutex_unlock(&a->window_lock);
+  return n;
+}
+
+void sc_window_release_all(sc_arena *a) {
+  for (unsigned i = 0; i < a->nwindows; i++) {
+    window_set_owner(&a->windows[i], 0);
+    munmap(a->windows[i].base, a->windows[i].size);
+  }
+  __atomic_store_n(&a->nwindows, 0, __ATOMIC_RELEASE);
+}

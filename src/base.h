@@ -1,0 +1,81 @@
+/* base.h: what every layer of libsicm shares — the internal error
+ * convention, the machine's limits as named constants, node masks.
+ *
+ * Layers, each including only its own header and those below it:
+ *   base.h      errors, constants, node masks          base.c
+ *   devices.h   topology, configuration, devices,      device_*.c, state.c
+ *               ranking, the one library state
+ *   arena.h     arena records, operations table,       arena*.c
+ *               handles, windows; the jemalloc kind
+ *               in arena_je.h (arena_je*.c only)
+ *   migrate     whole-arena migration                  migrate.c
+ *   shared.h    shared arenas (a kind of arena)        shared_*.c
+ *   intent      allocators and devices by intent       intent_*.c
+ *   init.c      sicm_init / sicm_fini, above them all
+ * Internal names start with sc_ (types, functions, globals) or SC_
+ * (constants); everything public starts with sicm_ and is declared in
+ * include/.  The library is built with hidden visibility: only SICM_API
+ * functions leave libsicm.so.
+ *
+ * Error convention.  An internal function that can fail returns -1 (or
+ * NULL) after sc_fail()/sc_fail_null(), which set errno and the thread's
+ * sicm_error_detail() in one step; the caller passes -1 up unchanged, or
+ * replaces the detail only when it knows the cause better.  No function
+ * returns an errno value, and none ignores a failure of a call it makes:
+ * a failure it cannot report is a bug.  Code that runs where errno cannot
+ * carry a failure (worker threads) records the errno value in a field and
+ * the thread that joins it calls sc_fail(). */
+#ifndef SC_BASE_H
+#define SC_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sicm.h"
+
+/* ---- errors (base.c) ---- */
+/* Sets errno to err and the thread's description; returns -1 or NULL, so
+ * that `return sc_fail(...)` reports and returns in one statement. */
+int sc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void *sc_fail_null(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- limits ---- */
+/* Nodes libsicm can bind memory to: the kernel's usual MAX_NUMNODES. */
+#define SC_NODES_MAX 1024
+#define SC_NODEMASK_WORDS (SC_NODES_MAX / (8 * sizeof(unsigned long)))
+
+/* The base page size, read from the kernel once. */
+size_t sc_page_size(void);
+
+/* A node set in the layout mbind(2) and move_pages(2) take. */
+typedef struct sc_nodemask {
+  unsigned long bits[SC_NODEMASK_WORDS];
+} sc_nodemask;
+
+static inline int sc_nodemask_has(const sc_nodemask *m, int node) {
+  const unsigned w = 8 * sizeof(unsigned long);
+  return node >= 0 && node < SC_NODES_MAX && (m->bits[node / w] >> (node % w)) & 1;
+}
+
+static inline void sc_nodemask_add(sc_nodemask *m, int node) {
+  const unsigned w = 8 * sizeof(unsigned long);
+  m->bits[node / w] |= 1ul << (node % w);
+}
+
+/* Tells the CPU we are spinning (another hyperthread may use the core). */
+static inline void sc_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* initial-exec TLS: one %fs-relative load on the fast path instead of a
+ * __tls_get_addr call (libjemalloc.so already needs static TLS). */
+#define SC_TLS __thread __attribute__((tls_model("initial-exec")))
+
+static inline size_t sc_round_up(size_t v, size_t to) { return (v + to - 1) & ~(to - 1); }
+
+#endif /* SC_BASE_H */

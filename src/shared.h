@@ -1,0 +1,146 @@
+/* shm.h: the layout of a shared arena's segment, and the calls between the
+ * files that own it — sc_shm_segment.c (names, address, attach), sc_shm_heap.c
+ * (allocation, the robust lock, the update journal) and sc_shm_repair.c
+ * (repair after a dead lock holder, and the heap checker).
+ *
+ * Everything the heap needs lives in the segment, addressed by offsets from
+ * its base, so any process that maps it at that base can use it.  Block
+ * headers are the truth; the free lists, bitmaps and statistics are derived
+ * from them and can always be rebuilt by one scan. */
+#ifndef SC_SHARED_H
+#define SC_SHARED_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "arena.h"
+
+#define SC_SHM_MAGIC 0x4d48535f4d434953ull /* "SICM_SHM", written last by the creator */
+#define SC_SHM_VERSION 1u
+
+/* Two-level segregated fit (TLSF): first level = power of two, second
+ * level = SC_SHM_SL_COUNT linear steps inside it; below SC_SHM_SMALL_LIMIT one
+ * class per 16 bytes. */
+#define SC_SHM_ALIGN 16u
+#define SC_SHM_SL_LOG 5u
+#define SC_SHM_SL_COUNT (1u << SC_SHM_SL_LOG)
+#define SC_SHM_SMALL_LIMIT ((uint64_t)SC_SHM_ALIGN << SC_SHM_SL_LOG) /* 512 */
+#define SC_SHM_FL_COUNT 40u                                   /* blocks up to 2^48 */
+#define SC_SHM_BLOCK_HEADER 16u                               /* prev_size + size_flags */
+#define SC_SHM_BLOCK_MIN 32u                                  /* header + the two list links */
+#define SC_SHM_JOURNAL_MAX 8u
+#define SC_SHM_FREE 1ull                                      /* in size_flags */
+#define SC_SHM_SIZE_MIN ((size_t)64 << 10)
+#define SC_SHM_SIZE_MAX ((size_t)64 << 40)
+#define SC_SHM_NAME_MAX 201                                   /* "/" + 200 */
+
+typedef struct sc_shm_block {
+  uint64_t prev_size;   /* size of the block just below; 0 for the first */
+  uint64_t size_flags;  /* size (a multiple of 16, header included) | SC_SHM_FREE */
+  uint64_t next_free;   /* free blocks only: offsets in the class's list, 0 = none */
+  uint64_t prev_free;
+} sc_shm_block;
+
+typedef struct sc_shm_journal_entry {
+  uint64_t offset;      /* of a header word being changed */
+  uint64_t old_value;
+} sc_shm_journal_entry;
+
+typedef struct sc_shm_header {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t layout;      /* sc_shm_layout_signature() of the creator */
+  uint64_t header_size;
+  uint64_t size;        /* of the whole segment */
+  uint64_t base;        /* the address every process maps it at */
+  uint64_t heap_begin;  /* offset of the first block */
+  uint64_t heap_end;    /* offset of the sentinel block (size 0, in use) */
+  int32_t creator_pid;
+  char name[SC_SHM_NAME_MAX + 1];
+  uint64_t repairs, updates_undone;
+
+  /* Placement: one migration at a time across all processes, under
+   * migrate_lock (robust, process-shared); the binding is written at its
+   * end under the heap lock. */
+  pthread_mutex_t migrate_lock;
+  int32_t policy;
+  uint32_t nnodes;
+  int32_t nodes[SICM_ARENA_DEVICES_MAX];
+
+  /* What every allocation and free touches, packed into few cache lines:
+   * under contention each line moves between CPUs once per operation. */
+  pthread_mutex_t lock __attribute__((aligned(64))); /* process-shared, robust */
+  /* The header words of the update in progress and their old values; the
+   * count is published before the first word changes and cleared after the
+   * last, so a dead process's update is undone exactly. */
+  uint64_t journal_count;
+  /* Derived from the blocks. */
+  uint64_t blocks_used, bytes_used, blocks_free, bytes_free;
+  sc_shm_journal_entry journal[SC_SHM_JOURNAL_MAX];
+  uint64_t fl_bitmap;
+  uint32_t sl_bitmap[SC_SHM_FL_COUNT];
+  uint64_t free_head[SC_SHM_FL_COUNT][SC_SHM_SL_COUNT];
+} sc_shm_header;
+
+/* The kind's data in sc_arena.kind_data. */
+typedef struct sc_shared_arena {
+  sc_shm_header *header;        /* the segment, mapped at header->base */
+  uint64_t dev, ino;            /* identity of its object, for attach */
+} sc_shared_arena;
+
+static inline sc_shared_arena *sc_shared_of(sc_arena *a) {
+  return (sc_shared_arena *)(void *)a->kind_data;
+}
+
+/* What a mismatched library must refuse: sizes and constants of the layout. */
+uint32_t sc_shm_layout_signature(void);
+
+static inline sc_shm_block *sc_shm_block_at(sc_shm_header *h, uint64_t offset) {
+  return (sc_shm_block *)((char *)h + offset);
+}
+static inline uint64_t sc_shm_offset_of(const sc_shm_header *h, const void *p) {
+  return (uint64_t)((const char *)p - (const char *)h);
+}
+static inline uint64_t sc_shm_block_size(const sc_shm_block *b) { return b->size_flags & ~(uint64_t)15; }
+static inline int sc_shm_block_is_free(const sc_shm_block *b) { return (b->size_flags & SC_SHM_FREE) != 0; }
+
+/* ---- shared_heap.c ---- */
+/* Lays out an empty heap in a zeroed header + heap, the locks included;
+ * 0 or -1. */
+int sc_shm_heap_format(sc_shm_header *h, size_t size);
+/* Takes the heap lock, repairing the heap if its holder died; 0 or -1
+ * (EUCLEAN: the blocks themselves are damaged). */
+int sc_shm_lock(sc_shm_header *h);
+void sc_shm_unlock(sc_shm_header *h);
+/* Takes migrate_lock.  A migrator that died leaves pages possibly on two
+ * devices, which the next migration moves anyway: nothing to repair.
+ * 0 or -1. */
+int sc_shm_migrate_lock(sc_shm_header *h);
+void sc_shm_migrate_unlock(sc_shm_header *h);
+/* The class (first level, second level) of a block size. */
+void sc_shm_class_of(uint64_t size, unsigned *fl, unsigned *sl);
+void sc_shm_list_insert(sc_shm_header *h, sc_shm_block *b);
+/* The kind's allocation operations (sc_arena_ops). */
+void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t align, int zero);
+void sc_shm_heap_free(sc_arena *a, uint64_t generation, void *ptr);
+void *sc_shm_heap_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t size);
+size_t sc_shm_heap_usable_size(sc_arena *a, const void *ptr);
+size_t sc_shm_heap_usable_for(sc_arena *a, size_t size, size_t align);
+
+/* Fault injection for the crash tests only: the process kills itself with
+ * SIGKILL in its `update`-th journaled update from now (0: the next), at
+ * `step`: 0 before the journal is written (the free lists already changed),
+ * 1 with the journal written but not published, 2 + k after k of the
+ * update's header words changed.  Internal: the crash test links the
+ * convenience library. */
+void sc_shm_crash_at(long update, unsigned step);
+
+/* ---- shared_repair.c ---- */
+/* Undoes a journaled update left by a dead process and rebuilds the derived
+ * state; the caller holds the lock (EOWNERDEAD).  0, or -1 when the blocks
+ * themselves do not tile the heap. */
+int sc_shm_repair(sc_shm_header *h);
+/* The checker behind sicm_arena_check(); the caller holds the lock. */
+int sc_shm_check_locked(sc_shm_header *h, sicm_heap_report *report);
+
+#endif /* SC_SHARED_H */

@@ -1,0 +1,470 @@
+/* sc_shm_segment.c: shared arenas as POSIX shared-memory objects — names, the
+ * one address every process maps a segment at, create, attach, detach and
+ * unlink, and what the arena calls need from a segment (statistics,
+ * placement shared by all processes, pages mapped for migration).
+ *
+ * The creator picks the middle of the largest free range of its address
+ * space, aligned to the 16 GiB chunks of the pointer-to-arena table, and
+ * records it in the header.  Other processes of the same program have that
+ * range free too, almost always; an attacher maps the segment there with
+ * MAP_FIXED_NOREPLACE, so it fails instead of replacing a mapping. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shared.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+static int name_check(const char *name) {
+  size_t len = name ? strlen(name) : 0;
+  int ok = len >= 2 && len <= SC_SHM_NAME_MAX && name[0] == '/' && strcmp(name, "/.") != 0 &&
+           strcmp(name, "/..") != 0;
+  for (size_t i = 1; ok && i < len; i++)
+    ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+         (name[i] >= '0' && name[i] <= '9') || name[i] == '.' || name[i] == '_' || name[i] == '-';
+  if (!ok)
+    return sc_fail(EINVAL, "bad shared arena name \"%.40s\": use '/' and 1 to 200 of "
+                             "[A-Za-z0-9._-]", name ? name : "(null)");
+  return 0;
+}
+
+/* The middle of the largest unmapped range, chunk-aligned, if `size` bytes
+ * fit there; 0 if not. */
+static uintptr_t address_choose(size_t size) {
+  FILE *maps = fopen("/proc/self/maps", "re");
+  if (maps == NULL)
+    return 0;
+  const uintptr_t top = ((uintptr_t)1 << SC_ADDRESS_BITS) - SC_CHUNK_SIZE;
+  uintptr_t best_lo = 0, best_hi = 0, end_prev = SC_CHUNK_SIZE, lo, hi;
+  char line[512];
+  while (fgets(line, sizeof line, maps) != NULL) {
+    if (sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+      continue;
+    if (lo > top)
+      lo = top;
+    if (lo > end_prev && lo - end_prev > best_hi - best_lo) {
+      best_lo = end_prev;
+      best_hi = lo;
+    }
+    if (hi > end_prev)
+      end_prev = hi;
+  }
+  fclose(maps);
+  if (top > end_prev && top - end_prev > best_hi - best_lo) {
+    best_lo = end_prev;
+    best_hi = top;
+  }
+  uintptr_t span = sc_round_up(size, SC_CHUNK_SIZE);
+  best_lo = sc_round_up(best_lo, SC_CHUNK_SIZE);
+  best_hi &= ~(uintptr_t)(SC_CHUNK_SIZE - 1);
+  if (best_hi <= best_lo || best_hi - best_lo < span)
+    return 0;
+  return best_lo + (((best_hi - best_lo - span) / 2) & ~(uintptr_t)(SC_CHUNK_SIZE - 1));
+}
+
+/* Describes what occupies [lo, hi) in this process, for the EEXIST error. */
+static void range_holder(uintptr_t lo, uintptr_t hi, char *out, size_t len) {
+  snprintf(out, len, "an unknown mapping");
+  FILE *maps = fopen("/proc/self/maps", "re");
+  if (maps == NULL)
+    return;
+  char line[512];
+  uintptr_t a, b;
+  while (fgets(line, sizeof line, maps) != NULL)
+    if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a < hi && b > lo) {
+      line[strcspn(line, "\n")] = '\0';
+      snprintf(out, len, "%.280s", line);
+      break;
+    }
+  fclose(maps);
+}
+
+/* Maps the object at exactly `base`; 0, or -1 (EEXIST: the range is taken). */
+static int map_at(int fd, uintptr_t base, size_t size, const char *name) {
+  void *p = mmap((void *)base, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+                 fd, 0);
+  if (p != MAP_FAILED && (uintptr_t)p == base)
+    return 0;
+  if (p != MAP_FAILED) /* a kernel before 4.17 took the address as a hint */
+    munmap(p, size);
+  else if (errno != EEXIST)
+    return sc_fail(errno, "cannot map shared arena %s: %s", name, strerror(errno));
+  char holder[300];
+  range_holder(base, base + size, holder, sizeof holder);
+  return sc_fail(EEXIST, "shared arena %s needs 0x%lx-0x%lx, which this process already "
+                           "uses: %s", name, base, base + size, holder);
+}
+
+static void binding_from_header(const sc_shm_header *h, sc_binding *b) {
+  memset(b, 0, sizeof *b);
+  b->policy = h->policy;
+  for (unsigned i = 0; i < h->nnodes && i < SICM_ARENA_DEVICES_MAX; i++) {
+    int node = h->nodes[i];
+    if (node < 0 || node >= SC_NODES_MAX)
+      continue;
+    sc_nodemask_add(&b->nodes, node);
+    sicm_device *dev = sicm_device_of_node(node, 0);
+    if (dev != NULL)
+      b->devices[b->ndevices++] = dev;
+  }
+}
+
+static void binding_to_header(sc_shm_header *h, const sc_binding *b) {
+  h->policy = b->policy;
+  h->nnodes = b->ndevices;
+  for (unsigned i = 0; i < b->ndevices; i++)
+    h->nodes[i] = b->devices[i]->node;
+}
+
+static const sc_arena_ops shared_ops; /* defined at the end */
+
+typedef struct shared_open_arg {
+  sc_shm_header *header;
+  const struct stat *st;
+} shared_open_arg;
+
+_Static_assert(sizeof(sc_shared_arena) <= SC_ARENA_KIND_DATA, "sc_shared_arena outgrew kind_data");
+
+static int shared_open(sc_arena *a, void *arg) {
+  const shared_open_arg *o = arg;
+  *sc_shared_of(a) = (sc_shared_arena){o->header, o->st->st_dev, o->st->st_ino};
+  a->held = a->maxsize;
+  sc_window_adopt(a, o->header, o->header->size);
+  return 0;
+}
+
+/* Makes a mapped segment a live arena of this process. */
+static sicm_arena shared_register(sc_shm_header *h, const sc_binding *binding,
+                                  const struct stat *st) {
+  shared_open_arg arg = {h, st};
+  sc_arena_config config = {.ops = &shared_ops, .binding = binding, .maxsize = h->size,
+                            .kind_arg = &arg};
+  return sc_arena_create(&config);
+}
+
+/* Whether a is a shared arena on the object of stat *st_arg. */
+static int shared_is(const sc_arena *a, const void *st_arg) {
+  const struct stat *st = st_arg;
+  const sc_shared_arena *sh = (const sc_shared_arena *)(const void *)a->kind_data;
+  return a->ops == &shared_ops && sh->dev == (uint64_t)st->st_dev &&
+         sh->ino == (uint64_t)st->st_ino;
+}
+
+sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *dev,
+                                    unsigned mode) {
+  sc_state *s = sc_state_get();
+  sc_binding binding;
+  if (s == NULL || name_check(name) != 0 || sc_binding_make(s, &dev, 1, 0, &binding) != 0)
+    return NULL;
+  if (size < SC_SHM_SIZE_MIN || size > SC_SHM_SIZE_MAX)
+    return sc_fail_null(EINVAL, "shared arena size %zu is not within 64 KiB .. 64 TiB", size);
+  if (mode > 0777)
+    return sc_fail_null(EINVAL, "mode 0%o is not a permission mode", mode);
+  size = sc_round_up(size, sc_page_size());
+  /* Pages come from /dev/shm when first touched; one it cannot supply
+   * would be SIGBUS in whichever process touches it. */
+  struct statvfs fs;
+  if (statvfs("/dev/shm", &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < size)
+    return sc_fail_null(ENOSPC, "/dev/shm has %llu bytes free, fewer than the %zu the arena "
+                                  "may use", (unsigned long long)fs.f_bavail * fs.f_frsize, size);
+  uintptr_t base = address_choose(size);
+  if (base == 0)
+    return sc_fail_null(ENOMEM, "no free address range of %zu bytes", size);
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode ? mode : 0600);
+  if (fd < 0)
+    return sc_fail_null(errno, "cannot create shared arena %s: %s", name, strerror(errno));
+  struct stat st;
+  /* fchmod: the umask must not narrow the mode the creator asked for. */
+  if (fchmod(fd, mode ? mode : 0600) != 0 || ftruncate(fd, (off_t)size) != 0 ||
+      fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    shm_unlink(name);
+    return sc_fail_null(err, "cannot size shared arena %s: %s", name, strerror(err));
+  }
+  if (map_at(fd, base, size, name) != 0) {
+    int err = errno;
+    close(fd);
+    shm_unlink(name);
+    errno = err;
+    return NULL;
+  }
+  close(fd);
+  sc_shm_header *h = (sc_shm_header *)base;
+  /* Bind before the first touch: on shared memory this is the object's
+   * policy, so pages any process touches later go there too. */
+  int rc = mbind(h, size, binding.policy, binding.nodes.bits, SC_NODES_MAX, 0);
+  if (rc != 0)
+    sc_fail(errno, "mbind to the arena's device failed: %s", strerror(errno));
+  else
+    rc = sc_shm_heap_format(h, size);
+  sicm_arena sa = NULL;
+  if (rc == 0) {
+    h->version = SC_SHM_VERSION;
+    h->layout = sc_shm_layout_signature();
+    h->base = base;
+    h->creator_pid = (int32_t)getpid();
+    snprintf(h->name, sizeof h->name, "%s", name);
+    binding_to_header(h, &binding);
+    __atomic_store_n(&h->magic, SC_SHM_MAGIC, __ATOMIC_RELEASE);
+    sa = shared_register(h, &binding, &st);
+  }
+  if (sa == NULL) {
+    int err = errno;
+    char cause[256];
+    snprintf(cause, sizeof cause, "%s", sicm_error_detail());
+    munmap(h, size);
+    shm_unlink(name);
+    return sc_fail_null(err, "cannot create shared arena %s: %s", name, cause);
+  }
+  return sa;
+}
+
+/* Reads the header of an object into *h, waiting up to 2 s for its creator
+ * to finish; 0 or -1 with errno. */
+static int header_read(int fd, const char *name, sc_shm_header *h, struct stat *st) {
+  for (int waited_ms = 0;; waited_ms += 10) {
+    if (fstat(fd, st) != 0)
+      return sc_fail(errno, "fstat %s: %s", name, strerror(errno));
+    memset(h, 0, sizeof *h);
+    ssize_t got = st->st_size > 0 ? pread(fd, h, sizeof *h, 0) : 0;
+    if (got < 0)
+      return sc_fail(errno, "cannot read shared arena %s: %s", name, strerror(errno));
+    if (h->magic == SC_SHM_MAGIC && (size_t)got == sizeof *h)
+      break;
+    if (h->magic == SC_SHM_MAGIC)
+      return sc_fail(EBADMSG, "%s is truncated: %lld bytes, shorter than its header", name,
+                       (long long)st->st_size);
+    if (h->magic != 0 && h->magic != SC_SHM_MAGIC)
+      return sc_fail(EPROTO, "%s is not a libsicm shared arena", name);
+    if (waited_ms >= 2000)
+      return sc_fail(EAGAIN, "%s is not initialized (still being created?)", name);
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  if (h->version != SC_SHM_VERSION)
+    return sc_fail(EPROTO, "%s is a shared arena of version %u; this library reads version %u",
+                     name, h->version, SC_SHM_VERSION);
+  if (h->layout != sc_shm_layout_signature())
+    return sc_fail(EPROTO, "%s has another layout (0x%08x, here 0x%08x): built for another "
+                             "libc or architecture", name, h->layout, sc_shm_layout_signature());
+  if (h->size < SC_SHM_SIZE_MIN || h->size > SC_SHM_SIZE_MAX || h->base % SC_CHUNK_SIZE != 0 ||
+      (h->base + h->size - 1) >> SC_ADDRESS_BITS)
+    return sc_fail(EPROTO, "%s has a damaged header (size %llu, base 0x%llx)", name,
+                     (unsigned long long)h->size, (unsigned long long)h->base);
+  if ((uint64_t)st->st_size < h->size)
+    return sc_fail(EBADMSG, "%s is truncated: %lld of its %llu bytes", name,
+                     (long long)st->st_size, (unsigned long long)h->size);
+  return 0;
+}
+
+sicm_arena sicm_arena_attach(const char *name) {
+  if (sc_state_get() == NULL || name_check(name) != 0)
+    return NULL;
+  int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0)
+    return sc_fail_null(errno, errno == ENOENT ? "no shared arena %s" : "cannot open %s: %s",
+                          name, strerror(errno));
+  sc_shm_header *copy = malloc(sizeof *copy);
+  struct stat st;
+  if (copy == NULL) {
+    close(fd);
+    return sc_fail_null(ENOMEM, "out of memory");
+  }
+  int rc = header_read(fd, name, copy, &st);
+  uintptr_t base = (uintptr_t)copy->base;
+  size_t size = copy->size;
+  free(copy);
+  if (rc != 0) {
+    int err = errno;
+    close(fd);
+    errno = err;
+    return NULL;
+  }
+  sicm_arena existing = sc_arena_find(shared_is, &st);
+  if (existing != NULL) {
+    close(fd);
+    return existing;
+  }
+  rc = map_at(fd, base, size, name);
+  int err = errno;
+  close(fd);
+  if (rc != 0) {
+    errno = err;
+    return NULL;
+  }
+  sc_shm_header *h = (sc_shm_header *)base;
+  sc_binding binding;
+  binding_from_header(h, &binding);
+  sicm_arena sa = shared_register(h, &binding, &st);
+  if (sa == NULL) {
+    err = errno;
+    munmap(h, size);
+    errno = err;
+  }
+  return sa;
+}
+
+/* The live shared arena of a handle, or NULL with errno. */
+static sc_arena *shared_resolve(sicm_arena sa) {
+  sc_arena *a = sc_arena_resolve(sa);
+  if (a != NULL && a->ops != &shared_ops)
+    return sc_fail_null(EINVAL, "not a shared arena; use sicm_arena_destroy()");
+  return a;
+}
+
+int sicm_arena_detach(sicm_arena sa) {
+  return shared_resolve(sa) ? sicm_arena_destroy(sa) : -1;
+}
+
+int sicm_arena_unlink(const char *name) {
+  if (name_check(name) != 0)
+    return -1;
+  if (shm_unlink(name) != 0)
+    return sc_fail(errno, "cannot unlink shared arena %s: %s", name, strerror(errno));
+  return 0;
+}
+
+int sicm_arena_check(sicm_arena sa, sicm_heap_report *report) {
+  sc_arena *a = shared_resolve(sa);
+  if (a == NULL)
+    return -1;
+  sc_shm_header *h = sc_shared_of(a)->header;
+  if (sc_shm_lock(h) != 0)
+    return -1;
+  int rc = sc_shm_check_locked(h, report);
+  int err = errno;
+  sc_shm_unlock(h);
+  errno = err;
+  return rc;
+}
+
+/* ---- the kind's operations ---- */
+
+/* Calls fn(base, npages) for each run of pages of the segment that are in
+ * memory (mincore: the object's pages, whoever touched them); returns the
+ * pages in memory, or -1 with errno. */
+static long resident_runs(sc_shm_header *h, void (*fn)(char *, size_t)) {
+  enum { STEP = 1 << 18 }; /* pages per mincore call: 1 GiB */
+  size_t page = sc_page_size(), npages = h->size / page;
+  unsigned char *vec = malloc(STEP);
+  if (vec == NULL)
+    return sc_fail(ENOMEM, "out of memory");
+  long total = 0;
+  char *base = (char *)h;
+  for (size_t first = 0; first < npages; first += STEP) {
+    size_t n = npages - first < STEP ? npages - first : STEP;
+    if (mincore(base + first * page, n * page, vec) != 0) {
+      total = sc_fail(errno, "mincore over the shared arena failed: %s", strerror(errno));
+      break;
+    }
+    for (size_t i = 0; i < n;) {
+      size_t run = 0;
+      while (i + run < n && (vec[i + run] & 1))
+        run++;
+      if (run > 0 && fn != NULL)
+        fn(base + (first + i) * page, run);
+      total += (long)run;
+      i += run ? run : 1;
+    }
+  }
+  free(vec);
+  return total;
+}
+
+static void populate(char *base, size_t npages) {
+  size_t page = sc_page_size();
+  if (madvise(base, npages * page, MADV_POPULATE_READ) != 0)
+    for (size_t k = 0; k < npages; k++) /* kernels before 5.14 */
+      (void)*(volatile char *)(base + k * page);
+}
+
+static int shared_pages_map(sc_arena *a) {
+  return resident_runs(sc_shared_of(a)->header, populate) < 0 ? -1 : 0;
+}
+
+static int shared_binding_load(sc_arena *a) {
+  sc_shm_header *h = sc_shared_of(a)->header;
+  if (sc_shm_lock(h) != 0)
+    return -1;
+  sc_binding b;
+  binding_from_header(h, &b);
+  sc_shm_unlock(h);
+  pthread_mutex_lock(&a->window_lock);
+  a->binding = b;
+  pthread_mutex_unlock(&a->window_lock);
+  return 0;
+}
+
+/* Two processes moving the arena at once would leave its pages split
+ * between their targets and the header naming one of them. */
+static int shared_move_begin(sc_arena *a) {
+  sc_shm_header *h = sc_shared_of(a)->header;
+  if (sc_shm_migrate_lock(h) != 0)
+    return -1;
+  if (shared_binding_load(a) != 0 || shared_pages_map(a) != 0) {
+    int err = errno;
+    sc_shm_migrate_unlock(h);
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
+/* Records the new binding in the header, for every process. */
+static int shared_move_end(sc_arena *a, int moved) {
+  sc_shm_header *h = sc_shared_of(a)->header;
+  int rc = moved ? sc_shm_lock(h) : 0;
+  if (moved && rc == 0) {
+    pthread_mutex_lock(&a->window_lock);
+    binding_to_header(h, &a->binding);
+    pthread_mutex_unlock(&a->window_lock);
+    sc_shm_unlock(h);
+  }
+  sc_shm_migrate_unlock(h);
+  return rc;
+}
+
+static int shared_stats(sc_arena *a, sicm_arena_stats *out) {
+  sc_shm_header *h = sc_shared_of(a)->header;
+  long resident = resident_runs(h, NULL);
+  if (resident < 0 || sc_shm_lock(h) != 0)
+    return -1;
+  out->allocated = h->bytes_used - h->blocks_used * SC_SHM_BLOCK_HEADER;
+  out->active = h->header_size + h->bytes_used;
+  sc_shm_unlock(h);
+  out->resident = (size_t)resident * sc_page_size();
+  out->mapped = out->held = out->maxsize = h->size;
+  return 0;
+}
+
+/* Detach: the windows (the segment's mapping) go; the segment lives on for
+ * the other processes. */
+static int shared_close(sc_arena *a) { return 0; }
+
+static const sc_arena_ops shared_ops = {
+    .open = shared_open,
+    .close = shared_close,
+    .alloc = sc_shm_heap_alloc,
+    .free = sc_shm_heap_free,
+    .realloc = sc_shm_heap_realloc,
+    .usable_size = sc_shm_heap_usable_size,
+    .usable_for = sc_shm_heap_usable_for,
+    .stats = shared_stats,
+    .pages_map = shared_pages_map,
+    .binding_load = shared_binding_load,
+    .move_begin = shared_move_begin,
+    .move_end = shared_move_end,
+    .move_flag = MPOL_MF_MOVE_ALL, /* pages other processes map too */
+};
