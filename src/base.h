@@ -17,6 +17,15 @@
  * include/.  The library is built with hidden visibility: only SICM_API
  * functions leave libsicm.so.
  *
+ * Process state.  The library state (sc_state: topology, configuration,
+ * devices, options read once from the environment) lives in state.c and is
+ * built and released only by init.c.  What must outlive any one arena —
+ * because a stale handle or a pointer lookup may reach it at any time —
+ * lives for the process's life beside the code that owns it: the arena
+ * slots and default arenas (arena.c), the chunk -> arena table
+ * (arena_window.c), jemalloc's size classes (arena_je_cache.c, read by
+ * init.c).  The rest is per arena or per thread.
+ *
  * Error convention.  An internal function that can fail returns -1 (or
  * NULL) after sc_fail()/sc_fail_null(), which set errno and the thread's
  * sicm_error_detail() in one step; the caller passes -1 up unchanged, or

@@ -1,7 +1,8 @@
-/* shm.h: the layout of a shared arena's segment, and the calls between the
- * files that own it — sc_shm_segment.c (names, address, attach), sc_shm_heap.c
- * (allocation, the robust lock, the update journal) and sc_shm_repair.c
- * (repair after a dead lock holder, and the heap checker).
+/* shared.h: shared arenas, a kind of arena — the layout of a shared
+ * arena's segment, the kind's data, and the calls between the files that
+ * own it: shared_segment.c (names, address, attach, the kind's operations
+ * table), shared_heap.c (allocation, the robust lock, the update journal)
+ * and shared_repair.c (repair after a dead lock holder, and the checker).
  *
  * Everything the heap needs lives in the segment, addressed by offsets from
  * its base, so any process that maps it at that base can use it.  Block

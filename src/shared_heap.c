@@ -1,4 +1,4 @@
-/* sc_shm_heap.c: the heap of a shared arena — allocation and free in O(1)
+/* shared_heap.c: the heap of a shared arena — allocation and free in O(1)
  * under one process-shared robust mutex, and the journal that makes every
  * update of the block headers undoable.
  *

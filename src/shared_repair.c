@@ -1,4 +1,4 @@
-/* sc_shm_repair.c: a shared heap after the death of its lock holder, and the
+/* shared_repair.c: a shared heap after the death of its lock holder, and the
  * checker of every heap invariant.
  *
  * Repair is undo, then rebuild: the journal puts back the header words of

@@ -1,7 +1,8 @@
-/* sc_shm_segment.c: shared arenas as POSIX shared-memory objects — names, the
- * one address every process maps a segment at, create, attach, detach and
- * unlink, and what the arena calls need from a segment (statistics,
- * placement shared by all processes, pages mapped for migration).
+/* shared_segment.c: shared arenas as POSIX shared-memory objects — names,
+ * the one address every process maps a segment at, create, attach, detach
+ * and unlink — and the kind's operations table: the heap of shared_heap.c,
+ * statistics, placement shared by all processes, pages mapped for
+ * migration.
  *
  * The creator picks the middle of the largest free range of its address
  * space, aligned to the 16 GiB chunks of the pointer-to-arena table, and
