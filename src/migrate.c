@@ -332,8 +332,8 @@ static void migrate_roll_back(sc_arena *a, const sc_binding *from, int huge) {
   pthread_mutex_unlock(&a->window_lock);
   unsigned n = sc_window_snapshot(a, windows);
   sicm_migration_report back = {0};
-  if (windows_bind(windows, n, from) == 0)
-    windows_move(windows, n, from, 0, huge, a->ops->move_flag, NULL, &back);
+  (void)windows_bind(windows, n, from); /* pages move back below even if this fails */
+  (void)windows_move(windows, n, from, 0, huge, a->ops->move_flag, NULL, &back);
 }
 
 /* Moves the arena; a->migrate_lock held by the caller.  0, or -1 with
