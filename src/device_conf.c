@@ -1,4 +1,4 @@
-/* conf.c: the administrator configuration file that sets or overrides, per
+/* device_conf.c: the administrator configuration file that sets or overrides, per
  * NUMA node, the kind and the performance the firmware reports (or omits).
  *
  * Format, one node per line ('#' starts a comment):

@@ -1,4 +1,4 @@
-/* device.c: the device list (one device per node and page size) and the
+/* device_list.c: the device list (one device per node and page size) and the
  * public queries about devices and nodes. */
 #define _GNU_SOURCE
 #include <dirent.h>

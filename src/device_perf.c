@@ -1,4 +1,4 @@
-/* perf.c: the performance of a node seen from any initiator, and the kind
+/* device_perf.c: the performance of a node seen from any initiator, and the kind
  * of memory it is.  The platform often reports a memory-only node only for
  * its nearest initiator; from farther initiators the value is estimated by
  * scaling with the ratio of NUMA distances (bandwidth down, latency up). */

@@ -1,4 +1,4 @@
-/* rank.c: ordering the devices for an initiator by bandwidth, latency,
+/* device_rank.c: ordering the devices for an initiator by bandwidth, latency,
  * capacity or distance, with deterministic ties. */
 #include <errno.h>
 #include <stdlib.h>

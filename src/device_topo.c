@@ -1,4 +1,4 @@
-/* topo.c: discovery of NUMA nodes, distances and memory attributes through hwloc. */
+/* device_topo.c: discovery of NUMA nodes, distances and memory attributes through hwloc. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* allocator.c: allocators by intent, after OpenMP 5.0/5.1 memory management
+/* intent_allocator.c: allocators by intent, after OpenMP 5.0/5.1 memory management
  * — a memory space mapped to devices through the device ranking, traits
  * (alignment, pool size, fallback, partition, access, sync hint), backed by
  * arenas of their own so that their memory can be migrated. */

@@ -1,4 +1,4 @@
-/* intent.c: choosing a device from what the data needs — combined soft
+/* intent_device.c: choosing a device from what the data needs — combined soft
  * wishes (bandwidth, latency, capacity) ranked from an initiator given as a
  * node, a set of CPUs or a PCI device, under hard constraints. */
 #include <errno.h>
