@@ -42,3 +42,40 @@ AC_DEFUN([SICM_PTHREAD], [
   AC_SUBST([PTHREAD_CFLAGS])
   AC_SUBST([PTHREAD_LIBS])
 ])
+
+# SICM_JEMALLOC: the jemalloc libsicm is built on.  --with-jemalloc=private
+# (or a directory) links the private build of tools/build-jemalloc
+# statically: dlopen-safe TLS, prefixed symbols.  --with-jemalloc=system
+# links Debian's libjemalloc.so.2, which cannot be dlopen'ed.  By default the
+# private build is used when it is found in /usr/local/lib/sicm-jemalloc.
+AC_DEFUN([SICM_JEMALLOC], [
+  AC_ARG_WITH([jemalloc],
+    [AS_HELP_STRING([--with-jemalloc=private|system|DIR],
+      [jemalloc to build on (default: private if tools/build-jemalloc installed it)])],
+    [], [with_jemalloc=auto])
+  sicm_je_dir=/usr/local/lib/sicm-jemalloc
+  AS_CASE([$with_jemalloc],
+    [auto|private|yes], [],
+    [system|no], [],
+    [sicm_je_dir=$with_jemalloc; with_jemalloc=private])
+  AS_IF([test "x$with_jemalloc" = xauto],
+    [AS_IF([test -f "$sicm_je_dir/lib/libjemalloc_pic.a"], [with_jemalloc=private],
+      [with_jemalloc=system
+       AC_MSG_WARN([private jemalloc not found in $sicm_je_dir: linking Debian's libjemalloc, so libsicm.so cannot be loaded with dlopen (run tools/build-jemalloc)])])])
+  AS_IF([test "x$with_jemalloc" = xprivate], [
+    AS_IF([test -f "$sicm_je_dir/lib/libjemalloc_pic.a" && test -f "$sicm_je_dir/include/jemalloc/jemalloc.h"], [],
+      [AC_MSG_ERROR([no private jemalloc in $sicm_je_dir: run tools/build-jemalloc $sicm_je_dir])])
+    JEMALLOC_CFLAGS="-I$sicm_je_dir/include"
+    JEMALLOC_LIBS="-L$sicm_je_dir/lib -ljemalloc_pic -lm"
+    AC_SUBST([JEMALLOC_CFLAGS])
+    AC_SUBST([JEMALLOC_LIBS])
+    sicm_jemalloc_pc=""
+    AC_MSG_NOTICE([jemalloc: private build in $sicm_je_dir, linked statically])
+  ], [
+    SICM_REQUIRE_PKG([JEMALLOC], [jemalloc >= 5.2], [libjemalloc-dev])
+    sicm_jemalloc_pc="jemalloc"
+    AC_MSG_NOTICE([jemalloc: the system's (libsicm.so will not load with dlopen)])
+  ])
+  AC_SUBST([SICM_JEMALLOC_PC], [$sicm_jemalloc_pc])
+  AM_CONDITIONAL([PRIVATE_JEMALLOC], [test "x$with_jemalloc" = xprivate])
+])

@@ -12,14 +12,14 @@
 
 _Static_assert(sizeof(sc_je_arena) <= SC_ARENA_KIND_DATA, "sc_je_arena outgrew kind_data");
 
-static int je_open(sc_arena *a, void *arg) {
+static int private_open(sc_arena *a, void *arg) {
   sc_je_arena *je = sc_je_of(a);
   *je = (sc_je_arena){.arena = a};
   sc_je_hooks_init(&je->hooks);
   extent_hooks_t *hooks = &je->hooks;
   unsigned index;
   size_t len = sizeof index;
-  int err = mallctl("arenas.create", &index, &len, &hooks, sizeof hooks);
+  int err = je_mallctl("arenas.create", &index, &len, &hooks, sizeof hooks);
   if (err != 0) /* EAGAIN: its metadata did not fit maxsize, or no memory */
     return sc_fail(err == EAGAIN ? ENOMEM : err,
                    "jemalloc could not create the arena (maxsize %zu)", a->maxsize);
@@ -27,13 +27,13 @@ static int je_open(sc_arena *a, void *arg) {
   return 0;
 }
 
-static int je_close(sc_arena *a) {
+static int private_close(sc_arena *a) {
   sc_je_arena *je = sc_je_of(a);
   /* Cached regions must go back before the arena, or they would outlive it. */
   sc_thread_caches_release(a);
   char cmd[64];
   snprintf(cmd, sizeof cmd, "arena.%u.destroy", je->index);
-  int err = mallctl(cmd, NULL, NULL, NULL, 0);
+  int err = je_mallctl(cmd, NULL, NULL, NULL, 0);
   return err == 0 ? 0 : sc_fail(err, "jemalloc could not destroy arena %u", je->index);
 }
 
@@ -64,7 +64,7 @@ static int cache_flag(sc_arena *a, uint64_t generation) {
   return cache ? cache->flag : MALLOCX_TCACHE_NONE;
 }
 
-static void *je_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t align, int zero) {
+static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t align, int zero) {
   unsigned index = sc_je_of(a)->index;
   if (align == 0 && !zero && sz - 1 < sc_je_size_classes.max) {
     sc_thread_cache *cache = sc_thread_cache_get(a, generation);
@@ -73,7 +73,7 @@ static void *je_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t align,
       if (bin->count > 0)
         return bin->slots[--bin->count];
       sc_je_hook_failed = 0;
-      return alloc_result(mallocx(sz, (int)MALLOCX_ARENA(index) | cache->flag), a, sz);
+      return alloc_result(je_mallocx(sz, (int)MALLOCX_ARENA(index) | cache->flag), a, sz);
     }
   }
   if (size_check(sz) != 0)
@@ -81,18 +81,18 @@ static void *je_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t align,
   int flags = (int)MALLOCX_ARENA(index) | cache_flag(a, generation) |
               (align ? MALLOCX_ALIGN(align) : 0) | (zero ? MALLOCX_ZERO : 0);
   sc_je_hook_failed = 0;
-  return alloc_result(mallocx(sz, flags), a, sz);
+  return alloc_result(je_mallocx(sz, flags), a, sz);
 }
 
-static void je_free(sc_arena *a, uint64_t generation, void *ptr) {
+static void private_free(sc_arena *a, uint64_t generation, void *ptr) {
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);
   if (cache == NULL) {
-    dallocx(ptr, MALLOCX_TCACHE_NONE);
+    je_dallocx(ptr, MALLOCX_TCACHE_NONE);
     return;
   }
-  size_t usable = sallocx(ptr, 0);
+  size_t usable = je_sallocx(ptr, 0);
   if (usable > sc_je_size_classes.max) {
-    dallocx(ptr, cache->flag);
+    je_dallocx(ptr, cache->flag);
     return;
   }
   sc_bin *bin = &cache->bins[sc_size_class(usable)];
@@ -101,32 +101,32 @@ static void je_free(sc_arena *a, uint64_t generation, void *ptr) {
   bin->slots[bin->count++] = ptr;
 }
 
-static void *je_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
+static void *private_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
   if (size_check(sz) != 0)
     return NULL;
   int flags = (int)MALLOCX_ARENA(sc_je_of(a)->index) | cache_flag(a, generation);
   sc_je_hook_failed = 0;
-  return alloc_result(rallocx(ptr, sz, flags), a, sz);
+  return alloc_result(je_rallocx(ptr, sz, flags), a, sz);
 }
 
-static size_t je_usable_size(sc_arena *a, const void *ptr) { return sallocx((void *)ptr, 0); }
+static size_t private_usable_size(sc_arena *a, const void *ptr) { return je_sallocx((void *)ptr, 0); }
 
-static size_t je_usable_for(sc_arena *a, size_t size, size_t align) {
-  return nallocx(size, align ? MALLOCX_ALIGN(align) : 0);
+static size_t private_usable_for(sc_arena *a, size_t size, size_t align) {
+  return je_nallocx(size, align ? MALLOCX_ALIGN(align) : 0);
 }
 
 static int stat_read(unsigned index, const char *name, size_t *out) {
   char cmd[96];
   size_t len = sizeof *out;
   snprintf(cmd, sizeof cmd, "stats.arenas.%u.%s", index, name);
-  return mallctl(cmd, out, &len, NULL, 0);
+  return je_mallctl(cmd, out, &len, NULL, 0);
 }
 
-static int je_stats(sc_arena *a, sicm_arena_stats *out) {
+static int private_stats(sc_arena *a, sicm_arena_stats *out) {
   unsigned index = sc_je_of(a)->index;
   uint64_t epoch = 1;
   size_t small = 0, large = 0, pactive = 0;
-  if (mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch) != 0 ||
+  if (je_mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch) != 0 ||
       stat_read(index, "small.allocated", &small) != 0 ||
       stat_read(index, "large.allocated", &large) != 0 ||
       stat_read(index, "pactive", &pactive) != 0 ||
@@ -140,15 +140,15 @@ static int je_stats(sc_arena *a, sicm_arena_stats *out) {
   return 0;
 }
 
-static const sc_arena_ops je_ops = {
-    .open = je_open,
-    .close = je_close,
-    .alloc = je_alloc,
-    .free = je_free,
-    .realloc = je_realloc,
-    .usable_size = je_usable_size,
-    .usable_for = je_usable_for,
-    .stats = je_stats,
+static const sc_arena_ops private_ops = {
+    .open = private_open,
+    .close = private_close,
+    .alloc = private_alloc,
+    .free = private_free,
+    .realloc = private_realloc,
+    .usable_size = private_usable_size,
+    .usable_for = private_usable_for,
+    .stats = private_stats,
     .move_flag = MPOL_MF_MOVE, /* pages of this process only */
 };
 
@@ -158,7 +158,7 @@ sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned
   sc_binding binding;
   if (s == NULL || sc_binding_make(s, devs, ndevs, flags, &binding) != 0)
     return NULL;
-  sc_arena_config config = {.ops = &je_ops, .binding = &binding, .maxsize = maxsize,
+  sc_arena_config config = {.ops = &private_ops, .binding = &binding, .maxsize = maxsize,
                             .flags = flags, .library_default = library_default};
   return sc_arena_create(&config);
 }

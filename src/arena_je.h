@@ -6,6 +6,9 @@
 #ifndef SC_ARENA_JE_H
 #define SC_ARENA_JE_H
 
+/* je_mallocx() and the others name jemalloc's API whether it is the
+ * private, prefixed build (sicm_je_mallocx) or the system's (mallocx). */
+#define JEMALLOC_NO_DEMANGLE
 #include <jemalloc/jemalloc.h>
 
 #include "arena.h"

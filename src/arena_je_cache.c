@@ -25,7 +25,7 @@ int sc_je_classes_init(void) {
   sc_je_classes c = {0};
   unsigned nbins;
   size_t len = sizeof nbins;
-  if (mallctl("arenas.nbins", &nbins, &len, NULL, 0) != 0)
+  if (je_mallctl("arenas.nbins", &nbins, &len, NULL, 0) != 0)
     return sc_fail(EIO, "jemalloc does not report its size classes (arenas.nbins)");
   size_t prev = 0;
   for (unsigned i = 0; i < nbins && i < SC_BINS_MAX; i++) {
@@ -33,7 +33,7 @@ int sc_je_classes_init(void) {
     size_t size;
     len = sizeof size;
     snprintf(cmd, sizeof cmd, "arenas.bin.%u.size", i);
-    if (mallctl(cmd, &size, &len, NULL, 0) != 0)
+    if (je_mallctl(cmd, &size, &len, NULL, 0) != 0)
       return sc_fail(EIO, "jemalloc does not report %s", cmd);
     if (size % 8 != 0 || size <= prev)
       return sc_fail(EIO, "jemalloc's small size class %u is %zu bytes: not a multiple of 8 "
@@ -51,7 +51,7 @@ int sc_je_classes_init(void) {
 
 void sc_bin_flush(sc_bin *bin, int flag, unsigned keep) {
   while (bin->count > keep)
-    dallocx(bin->slots[--bin->count], flag);
+    je_dallocx(bin->slots[--bin->count], flag);
 }
 
 /* Thread exit: give back the bins and tcaches of arenas still alive. */
@@ -73,7 +73,7 @@ static void thread_caches_exit(void *table) {
         for (unsigned i = 0; i < je->ntcaches; i++)
           if (je->tcaches[i] == cache->tcache) {
             je->tcaches[i] = je->tcaches[--je->ntcaches];
-            mallctl("tcache.destroy", NULL, NULL, &cache->tcache, sizeof cache->tcache);
+            je_mallctl("tcache.destroy", NULL, NULL, &cache->tcache, sizeof cache->tcache);
             break;
           }
       }
@@ -122,7 +122,7 @@ static void tcache_create(sc_arena *a, sc_thread_cache *cache) {
   }
   unsigned id;
   size_t len = sizeof id;
-  if (je->ntcaches < je->tcache_cap && mallctl("tcache.create", &id, &len, NULL, 0) == 0) {
+  if (je->ntcaches < je->tcache_cap && je_mallctl("tcache.create", &id, &len, NULL, 0) == 0) {
     je->tcaches[je->ntcaches++] = id;
     cache->tcache = id;
     cache->flag = MALLOCX_TCACHE(id);
@@ -154,7 +154,7 @@ void sc_thread_caches_release(sc_arena *a) {
   sc_je_arena *je = sc_je_of(a);
   pthread_mutex_lock(&a->kind_lock);
   for (unsigned i = 0; i < je->ntcaches; i++)
-    mallctl("tcache.destroy", NULL, NULL, &je->tcaches[i], sizeof je->tcaches[i]);
+    je_mallctl("tcache.destroy", NULL, NULL, &je->tcaches[i], sizeof je->tcaches[i]);
   free(je->tcaches);
   je->tcaches = NULL;
   je->ntcaches = je->tcache_cap = 0;

@@ -81,9 +81,12 @@ static inline void sc_cpu_relax(void) {
 #endif
 }
 
-/* initial-exec TLS: one %fs-relative load on the fast path instead of a
- * __tls_get_addr call (libjemalloc.so already needs static TLS). */
-#define SC_TLS __thread __attribute__((tls_model("initial-exec")))
+/* Thread-locals of the library.  Not initial-exec: a library with
+ * initial-exec TLS cannot be loaded with dlopen once glibc's small surplus
+ * is taken.  Built with TLS descriptors (TLS_CFLAGS), an access costs an
+ * indirect call that returns the static offset when the library was loaded
+ * at start-up. */
+#define SC_TLS __thread
 
 static inline size_t sc_round_up(size_t v, size_t to) { return (v + to - 1) & ~(to - 1); }
 

@@ -3,7 +3,6 @@
 // heap's size classes, and the configuration-file parser.  Linked with the
 // convenience library, not libsicm.so.
 #include <errno.h>
-#include <jemalloc/jemalloc.h>
 
 #include <string>
 
@@ -23,7 +22,7 @@ namespace {
 size_t BinSize(unsigned bin) {
   size_t size = 0, len = sizeof size;
   std::string cmd = "arenas.bin." + std::to_string(bin) + ".size";
-  EXPECT_EQ(0, mallctl(cmd.c_str(), &size, &len, nullptr, 0)) << cmd;
+  EXPECT_EQ(0, je_mallctl(cmd.c_str(), &size, &len, nullptr, 0)) << cmd;
   return size;
 }
 
@@ -32,7 +31,7 @@ TEST(SizeClasses, MatchWhatJemallocReportsAndServes) {
   const sc_je_classes &c = sc_je_size_classes;
   unsigned nbins = 0;
   size_t len = sizeof nbins;
-  ASSERT_EQ(0, mallctl("arenas.nbins", &nbins, &len, nullptr, 0));
+  ASSERT_EQ(0, je_mallctl("arenas.nbins", &nbins, &len, nullptr, 0));
   ASSERT_GT(c.nbins, 0u);
   ASSERT_LE(c.nbins, nbins);
   EXPECT_EQ(BinSize(c.nbins - 1), c.max);
@@ -44,7 +43,7 @@ TEST(SizeClasses, MatchWhatJemallocReportsAndServes) {
     ASSERT_LT(bin, c.nbins) << size;
     ASSERT_GE(BinSize(bin), size) << size;
     if (bin > 0) ASSERT_LT(BinSize(bin - 1), size) << size;
-    ASSERT_EQ(nallocx(size, 0), BinSize(bin)) << size;
+    ASSERT_EQ(je_nallocx(size, 0), BinSize(bin)) << size;
   }
 }
 
