@@ -19,7 +19,7 @@ sicm_arena sc_arena_handle(const sc_arena *a, uint64_t generation) {
   return (sicm_arena)(uintptr_t)((generation << SC_HANDLE_SLOT_BITS) | a->slot);
 }
 
-sc_arena *sc_arena_resolve(sicm_arena sa) {
+sc_arena *sc_arena_resolve_fail(sicm_arena sa) {
   uintptr_t h = (uintptr_t)sa;
   uint64_t generation = sc_handle_generation(sa);
   sc_arena *a = __atomic_load_n(&sc_arena_slots[h & (SC_ARENA_SLOTS - 1)], __ATOMIC_ACQUIRE);
@@ -28,7 +28,7 @@ sc_arena *sc_arena_resolve(sicm_arena sa) {
     return sc_fail_null(EINVAL, "not an arena handle");
   if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != generation)
     return sc_fail_null(ESTALE, "the arena was destroyed");
-  return a;
+  return a; /* became live meanwhile */
 }
 
 /* A free slot's record, allocated on first use and kept for the process's

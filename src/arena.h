@@ -117,11 +117,22 @@ typedef struct sc_arena_config {
 /* The one creation path of every kind: claims a slot, fills the common
  * fields, opens the kind, publishes the handle.  NULL with errno. */
 sicm_arena sc_arena_create(const sc_arena_config *config);
-/* The live arena of a handle, or NULL with errno EINVAL/ESTALE. */
-sc_arena *sc_arena_resolve(sicm_arena sa);
 sicm_arena sc_arena_handle(const sc_arena *a, uint64_t generation);
 static inline uint64_t sc_handle_generation(sicm_arena sa) {
   return (uintptr_t)sa >> SC_HANDLE_SLOT_BITS;
+}
+/* sc_arena_resolve's failure: NULL with EINVAL or ESTALE and the detail. */
+sc_arena *sc_arena_resolve_fail(sicm_arena sa);
+/* The live arena of a handle, or NULL with errno EINVAL/ESTALE.  Inline:
+ * every allocation resolves its handle. */
+static inline sc_arena *sc_arena_resolve(sicm_arena sa) {
+  uintptr_t h = (uintptr_t)sa;
+  sc_arena *a = __atomic_load_n(&sc_arena_slots[h & (SC_ARENA_SLOTS - 1)], __ATOMIC_ACQUIRE);
+  if (__builtin_expect(a == NULL || h >> SC_HANDLE_SLOT_BITS == 0 ||
+                           __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) !=
+                               sc_handle_generation(sa), 0))
+    return sc_arena_resolve_fail(sa);
+  return a;
 }
 /* The handle of the first live arena for which match() returns 1, under
  * the arenas lock; NULL if none. */
@@ -141,8 +152,28 @@ sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned
 int sc_arenas_release_all(void);
 
 /* ---- arena_window.c: address windows and the chunk -> arena table ---- */
-/* The live arena owning address p, or NULL.  Lock-free. */
-sc_arena *sc_window_owner(const void *p);
+#define SC_CHUNK_COUNT ((size_t)1 << (SC_ADDRESS_BITS - SC_CHUNK_SHIFT))
+/* In sc_chunk_owner: the chunk holds the end of a window that does not
+ * fill it, so an address there must be checked against the windows. */
+#define SC_CHUNK_PARTIAL 0x8000u
+/* slot + 1 of the arena owning each chunk (| SC_CHUNK_PARTIAL); 0: none. */
+extern uint16_t sc_chunk_owner[SC_CHUNK_COUNT];
+int sc_window_contains(const sc_arena *a, uintptr_t p);
+/* The arena owning address p (live or being destroyed), or NULL.
+ * Lock-free; inline: every free looks its pointer up. */
+static inline sc_arena *sc_window_owner(const void *p) {
+  uintptr_t addr = (uintptr_t)p;
+  if (addr >> SC_ADDRESS_BITS)
+    return NULL;
+  unsigned owner = __atomic_load_n(&sc_chunk_owner[addr >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
+  if (owner == 0)
+    return NULL;
+  sc_arena *a = __atomic_load_n(&sc_arena_slots[(owner & ~SC_CHUNK_PARTIAL) - 1],
+                                __ATOMIC_ACQUIRE);
+  if ((owner & SC_CHUNK_PARTIAL) && !sc_window_contains(a, addr))
+    return NULL;
+  return a;
+}
 /* Makes [base, base + size) — mapped by the caller, base chunk-aligned —
  * the arena's one window, fully used. */
 void sc_window_adopt(sc_arena *a, void *base, size_t size);

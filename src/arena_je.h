@@ -68,8 +68,13 @@ typedef struct sc_thread_cache {
   sc_bin bins[];                       /* sc_je_size_classes.nbins */
 } sc_thread_cache;
 
-extern SC_TLS sc_thread_cache **sc_thread_caches;
-extern SC_TLS unsigned sc_thread_caches_cap;
+/* This thread's caches, by arena slot.  One thread-local: each TLS access
+ * through a descriptor is a call, so the fast path makes one. */
+typedef struct sc_thread_table {
+  sc_thread_cache **caches;
+  unsigned cap;
+} sc_thread_table;
+extern SC_TLS sc_thread_table sc_thread_caches;
 
 /* This thread's cache for the arena, or NULL when none can be made. */
 sc_thread_cache *sc_thread_cache_slow(sc_arena *a, uint64_t generation);
@@ -79,8 +84,9 @@ void sc_thread_caches_release(sc_arena *a);
 void sc_bin_flush(sc_bin *bin, int flag, unsigned keep);
 
 static inline sc_thread_cache *sc_thread_cache_get(sc_arena *a, uint64_t generation) {
-  if (a->slot < sc_thread_caches_cap) {
-    sc_thread_cache *cache = sc_thread_caches[a->slot];
+  sc_thread_table *t = &sc_thread_caches;
+  if (a->slot < t->cap) {
+    sc_thread_cache *cache = t->caches[a->slot];
     if (cache != NULL && cache->generation == generation)
       return cache;
   }

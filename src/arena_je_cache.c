@@ -15,8 +15,7 @@
 #include "arena_je.h"
 
 sc_je_classes sc_je_size_classes;
-SC_TLS sc_thread_cache **sc_thread_caches;
-SC_TLS unsigned sc_thread_caches_cap;
+SC_TLS sc_thread_table sc_thread_caches;
 
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
@@ -57,7 +56,7 @@ void sc_bin_flush(sc_bin *bin, int flag, unsigned keep) {
 /* Thread exit: give back the bins and tcaches of arenas still alive. */
 static void thread_caches_exit(void *table) {
   sc_thread_cache **caches = table;
-  for (unsigned slot = 0; slot < sc_thread_caches_cap; slot++) {
+  for (unsigned slot = 0; slot < sc_thread_caches.cap; slot++) {
     sc_thread_cache *cache = caches[slot];
     if (cache == NULL)
       continue;
@@ -82,25 +81,25 @@ static void thread_caches_exit(void *table) {
     free(cache);
   }
   free(caches);
-  sc_thread_caches = NULL;
-  sc_thread_caches_cap = 0;
+  sc_thread_caches.caches = NULL;
+  sc_thread_caches.cap = 0;
 }
 
 static void exit_key_create(void) { pthread_key_create(&exit_key, thread_caches_exit); }
 
 /* Grows this thread's table to hold slot; 0 or -1. */
 static int thread_table_reserve(unsigned slot) {
-  if (slot < sc_thread_caches_cap)
+  if (slot < sc_thread_caches.cap)
     return 0;
-  unsigned cap = sc_thread_caches_cap ? sc_thread_caches_cap : 16;
+  unsigned cap = sc_thread_caches.cap ? sc_thread_caches.cap : 16;
   while (cap <= slot)
     cap *= 2;
-  sc_thread_cache **grown = realloc(sc_thread_caches, cap * sizeof *grown);
+  sc_thread_cache **grown = realloc(sc_thread_caches.caches, cap * sizeof *grown);
   if (grown == NULL)
     return -1;
-  memset(grown + sc_thread_caches_cap, 0, (cap - sc_thread_caches_cap) * sizeof *grown);
-  sc_thread_caches = grown;
-  sc_thread_caches_cap = cap;
+  memset(grown + sc_thread_caches.cap, 0, (cap - sc_thread_caches.cap) * sizeof *grown);
+  sc_thread_caches.caches = grown;
+  sc_thread_caches.cap = cap;
   pthread_once(&exit_key_once, exit_key_create);
   pthread_setspecific(exit_key, grown);
   return 0;
@@ -135,13 +134,13 @@ static void tcache_create(sc_arena *a, sc_thread_cache *cache) {
 sc_thread_cache *sc_thread_cache_slow(sc_arena *a, uint64_t generation) {
   if (thread_table_reserve(a->slot) != 0)
     return NULL;
-  sc_thread_cache *cache = sc_thread_caches[a->slot];
+  sc_thread_cache *cache = sc_thread_caches.caches[a->slot];
   size_t size = sizeof *cache + sc_je_size_classes.nbins * sizeof cache->bins[0];
   if (cache == NULL) {
     cache = malloc(size);
     if (cache == NULL)
       return NULL;
-    sc_thread_caches[a->slot] = cache;
+    sc_thread_caches.caches[a->slot] = cache;
   }
   /* A cache of a destroyed arena: its regions died with it; drop them. */
   memset(cache, 0, size);

@@ -13,33 +13,14 @@
 
 #include "arena.h"
 
-#define CHUNK_COUNT ((size_t)1 << (SC_ADDRESS_BITS - SC_CHUNK_SHIFT))
-/* In chunk_owner: the chunk holds the end of a window that does not fill
- * it, so an address there must be checked against the windows. */
-#define CHUNK_PARTIAL 0x8000u
+uint16_t sc_chunk_owner[SC_CHUNK_COUNT];
 
-/* slot + 1 of the arena owning each chunk (| CHUNK_PARTIAL); 0 when none. */
-static uint16_t chunk_owner[CHUNK_COUNT];
-
-static bool in_windows(const sc_arena *a, uintptr_t p) {
+int sc_window_contains(const sc_arena *a, uintptr_t p) {
   unsigned n = __atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n; i++)
     if (p - (uintptr_t)a->windows[i].base < a->windows[i].size)
-      return true;
-  return false;
-}
-
-sc_arena *sc_window_owner(const void *p) {
-  uintptr_t addr = (uintptr_t)p;
-  if (addr >> SC_ADDRESS_BITS)
-    return NULL;
-  unsigned owner = __atomic_load_n(&chunk_owner[addr >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
-  if (owner == 0)
-    return NULL;
-  sc_arena *a = __atomic_load_n(&sc_arena_slots[(owner & ~CHUNK_PARTIAL) - 1], __ATOMIC_ACQUIRE);
-  if ((owner & CHUNK_PARTIAL) && !in_windows(a, addr))
-    return NULL;
-  return a;
+      return 1;
+  return 0;
 }
 
 static void window_set_owner(const sc_window *w, unsigned value) {
@@ -48,8 +29,8 @@ static void window_set_owner(const sc_window *w, unsigned value) {
   for (uintptr_t c = first; c < end; c++) {
     unsigned v = value;
     if (v != 0 && c + 1 == end && w->size % SC_CHUNK_SIZE != 0)
-      v |= CHUNK_PARTIAL;
-    __atomic_store_n(&chunk_owner[c], (uint16_t)v, __ATOMIC_RELEASE);
+      v |= SC_CHUNK_PARTIAL;
+    __atomic_store_n(&sc_chunk_owner[c], (uint16_t)v, __ATOMIC_RELEASE);
   }
 }
 

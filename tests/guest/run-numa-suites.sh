@@ -26,7 +26,11 @@ else
   run harness-selftest sh "$src/tests/guest/selftest.sh" "$build/tests/guest/selftest"
 fi
 for suite in "$@"; do
-  run "$suite" "$build/$suite"
+  case $suite in
+  # A script from the source tree, with its arguments: "path.sh:arg".
+  *.sh:*) run "$suite" sh "$src/${suite%%:*}" "${suite#*:}" ;;
+  *) run "$suite" "$build/$suite" ;;
+  esac
 done
 echo "guest suites: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

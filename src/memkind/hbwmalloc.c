@@ -1,0 +1,98 @@
+/* hbwmalloc.c: memkind's hbw_* interface over the HBW kinds of memkind.c —
+ * a process-wide policy, set at most once before the first allocation, and
+ * the check of where a region's pages are. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <numaif.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "memkind_internal.h"
+
+static int policy = HBW_POLICY_PREFERRED;
+static int policy_fixed; /* set, or an allocation was made: no more changes */
+
+static memkind_t current_kind(int huge) {
+  __atomic_store_n(&policy_fixed, 1, __ATOMIC_RELAXED);
+  return mk_hbw_kind(__atomic_load_n(&policy, __ATOMIC_RELAXED), huge);
+}
+
+hbw_policy_t hbw_get_policy(void) { return (hbw_policy_t)__atomic_load_n(&policy, __ATOMIC_RELAXED); }
+
+int hbw_set_policy(hbw_policy_t mode) {
+  if (mk_hbw_kind((int)mode, 0) == NULL)
+    return EINVAL;
+  if (__atomic_exchange_n(&policy_fixed, 1, __ATOMIC_RELAXED))
+    return EPERM;
+  __atomic_store_n(&policy, (int)mode, __ATOMIC_RELAXED);
+  return 0;
+}
+
+int hbw_check_available(void) { return mk_hbw_available() ? 0 : ENODEV; }
+
+void *hbw_malloc(size_t size) { return memkind_malloc(current_kind(0), size); }
+
+void *hbw_calloc(size_t num, size_t size) { return memkind_calloc(current_kind(0), num, size); }
+
+int hbw_posix_memalign(void **memptr, size_t alignment, size_t size) {
+  return memkind_posix_memalign(current_kind(0), memptr, alignment, size);
+}
+
+int hbw_posix_memalign_psize(void **memptr, size_t alignment, size_t size,
+                             hbw_pagesize_t pagesize) {
+  if (pagesize != HBW_PAGESIZE_4KB && pagesize != HBW_PAGESIZE_2MB)
+    return EINVAL; /* 1 GiB pages need hugetlbfs, which libsicm arenas do not use */
+  return memkind_posix_memalign(current_kind(pagesize == HBW_PAGESIZE_2MB), memptr, alignment,
+                                size);
+}
+
+void *hbw_realloc(void *ptr, size_t size) {
+  if (ptr != NULL && !mk_is_hbw_pointer(ptr)) {
+    mk_report_foreign("hbw_realloc", ptr);
+    return NULL;
+  }
+  return memkind_realloc(current_kind(0), ptr, size);
+}
+
+void hbw_free(void *ptr) {
+  if (ptr == NULL)
+    return;
+  if (mk_is_hbw_pointer(ptr))
+    sicm_free(ptr);
+  else
+    mk_report_foreign("hbw_free", ptr);
+}
+
+size_t hbw_malloc_usable_size(void *ptr) {
+  return ptr != NULL && mk_is_hbw_pointer(ptr) ? sicm_usable_size(ptr) : 0;
+}
+
+int hbw_verify_memory_region(void *addr, size_t size, int flags) {
+  if (addr == NULL || size == 0 || (flags & ~HBW_TOUCH_PAGES))
+    return EINVAL;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  uintptr_t first = (uintptr_t)addr & ~(page - 1), end = (uintptr_t)addr + size;
+  enum { BATCH = 1024 };
+  void *pages[BATCH];
+  int status[BATCH];
+  for (uintptr_t p = first; p < end;) {
+    unsigned n = 0;
+    for (; n < BATCH && p < end; n++, p += page) {
+      pages[n] = (void *)p;
+      if (flags & HBW_TOUCH_PAGES) { /* read and write back: the page becomes resident */
+        volatile char *c = (volatile char *)(p < (uintptr_t)addr ? (uintptr_t)addr : p);
+        *c = *c;
+      }
+    }
+    if (move_pages(0, n, pages, NULL, status, 0) != 0)
+      return EFAULT;
+    for (unsigned i = 0; i < n; i++) {
+      if (status[i] < 0)
+        return EFAULT;
+      if (!mk_is_hbw_node(status[i]))
+        return -1;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,428 @@
+/* memkind.c: memkind's kinds on libsicm arenas — the memkind-compatible
+ * library (libmemkind.so.0 in $libdir/sicm/memkind).  A kind names a
+ * memory type (HBM, capacity, any, or an attribute), a scope (the nearest
+ * node of that type, all of them, or those local to the calling CPU) and a
+ * placement (bind, preferred, interleave).  Each kind gets one libsicm
+ * arena per initiator node, created on first use, bound to the devices the
+ * kind selects from that node.  MEMKIND_DEFAULT is the process's malloc.
+ * Only libsicm's public API is used. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <numa.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memkind_internal.h"
+
+typedef enum kind_memory {
+  MEM_DEFAULT,            /* the process heap */
+  MEM_HBW,                /* devices classified HBM (or MEMKIND_HBW_NODES) */
+  MEM_CAPACITY,           /* devices classified capacity */
+  MEM_ANY,                /* every base-page device */
+  MEM_HIGHEST_CAPACITY,
+  MEM_LOWEST_LATENCY,
+  MEM_HIGHEST_BANDWIDTH,
+  MEM_HUGETLB             /* not provided */
+} kind_memory;
+
+typedef enum kind_scope { SCOPE_NEAREST, SCOPE_ALL, SCOPE_LOCAL } kind_scope;
+typedef enum kind_place { PLACE_BIND, PLACE_PREFERRED, PLACE_INTERLEAVE } kind_place;
+
+struct memkind {
+  const char *name;
+  kind_memory memory;
+  kind_scope scope;
+  kind_place place;
+  unsigned arena_flags;         /* SICM_ARENA_HUGEPAGES for 2 MiB pages */
+  sicm_arena *arenas;           /* per initiator node, under kinds_lock */
+};
+
+#define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL}
+static struct memkind kinds[] = {
+    KIND("memkind_default", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
+    KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
+    KIND("memkind_hbw", MEM_HBW, SCOPE_NEAREST, PLACE_BIND),
+    KIND("memkind_hbw_all", MEM_HBW, SCOPE_ALL, PLACE_BIND),
+    KIND("memkind_hbw_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED),
+    KIND("memkind_hbw_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE),
+    KIND("memkind_interleave", MEM_ANY, SCOPE_ALL, PLACE_INTERLEAVE),
+    KIND("memkind_dax_kmem", MEM_CAPACITY, SCOPE_NEAREST, PLACE_BIND),
+    KIND("memkind_dax_kmem_all", MEM_CAPACITY, SCOPE_ALL, PLACE_BIND),
+    KIND("memkind_dax_kmem_preferred", MEM_CAPACITY, SCOPE_NEAREST, PLACE_PREFERRED),
+    KIND("memkind_dax_kmem_interleave", MEM_CAPACITY, SCOPE_ALL, PLACE_INTERLEAVE),
+    KIND("memkind_highest_capacity", MEM_HIGHEST_CAPACITY, SCOPE_ALL, PLACE_BIND),
+    KIND("memkind_highest_capacity_preferred", MEM_HIGHEST_CAPACITY, SCOPE_ALL, PLACE_PREFERRED),
+    KIND("memkind_highest_capacity_local", MEM_HIGHEST_CAPACITY, SCOPE_LOCAL, PLACE_BIND),
+    KIND("memkind_highest_capacity_local_preferred", MEM_HIGHEST_CAPACITY, SCOPE_LOCAL,
+         PLACE_PREFERRED),
+    KIND("memkind_lowest_latency_local", MEM_LOWEST_LATENCY, SCOPE_LOCAL, PLACE_BIND),
+    KIND("memkind_lowest_latency_local_preferred", MEM_LOWEST_LATENCY, SCOPE_LOCAL,
+         PLACE_PREFERRED),
+    KIND("memkind_highest_bandwidth_local", MEM_HIGHEST_BANDWIDTH, SCOPE_LOCAL, PLACE_BIND),
+    KIND("memkind_highest_bandwidth_local_preferred", MEM_HIGHEST_BANDWIDTH, SCOPE_LOCAL,
+         PLACE_PREFERRED),
+    KIND("memkind_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
+    KIND("memkind_hbw_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
+    KIND("memkind_hbw_preferred_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_PREFERRED),
+    /* hbw_posix_memalign_psize(HBW_PAGESIZE_2MB): transparent huge pages. */
+    {"hbw_thp", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL},
+    {"hbw_thp_all", MEM_HBW, SCOPE_ALL, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL},
+    {"hbw_thp_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, SICM_ARENA_HUGEPAGES, NULL},
+    {"hbw_thp_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE, SICM_ARENA_HUGEPAGES, NULL},
+};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+memkind_t MEMKIND_DEFAULT = &kinds[0];
+memkind_t MEMKIND_REGULAR = &kinds[1];
+memkind_t MEMKIND_HBW = &kinds[2];
+memkind_t MEMKIND_HBW_ALL = &kinds[3];
+memkind_t MEMKIND_HBW_PREFERRED = &kinds[4];
+memkind_t MEMKIND_HBW_INTERLEAVE = &kinds[5];
+memkind_t MEMKIND_INTERLEAVE = &kinds[6];
+memkind_t MEMKIND_DAX_KMEM = &kinds[7];
+memkind_t MEMKIND_DAX_KMEM_ALL = &kinds[8];
+memkind_t MEMKIND_DAX_KMEM_PREFERRED = &kinds[9];
+memkind_t MEMKIND_DAX_KMEM_INTERLEAVE = &kinds[10];
+memkind_t MEMKIND_HIGHEST_CAPACITY = &kinds[11];
+memkind_t MEMKIND_HIGHEST_CAPACITY_PREFERRED = &kinds[12];
+memkind_t MEMKIND_HIGHEST_CAPACITY_LOCAL = &kinds[13];
+memkind_t MEMKIND_HIGHEST_CAPACITY_LOCAL_PREFERRED = &kinds[14];
+memkind_t MEMKIND_LOWEST_LATENCY_LOCAL = &kinds[15];
+memkind_t MEMKIND_LOWEST_LATENCY_LOCAL_PREFERRED = &kinds[16];
+memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL = &kinds[17];
+memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL_PREFERRED = &kinds[18];
+memkind_t MEMKIND_HUGETLB = &kinds[19];
+memkind_t MEMKIND_HBW_HUGETLB = &kinds[20];
+memkind_t MEMKIND_HBW_PREFERRED_HUGETLB = &kinds[21];
+
+memkind_t mk_hbw_kind(int policy, int huge) {
+  static const unsigned base[] = {[1] = 2, [2] = 4, [3] = 5, [4] = 3};
+  static const unsigned thp[] = {[1] = 22, [2] = 24, [3] = 25, [4] = 23};
+  return policy >= 1 && policy <= 4 ? &kinds[huge ? thp[policy] : base[policy]] : NULL;
+}
+
+/* ---- start-up: libsicm and MEMKIND_HBW_NODES ---- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t kinds_lock = PTHREAD_MUTEX_INITIALIZER;
+static int sicm_ready;                  /* sicm_init succeeded */
+static int node_slots;                  /* highest node id + 1 */
+static struct bitmask *hbw_override;    /* MEMKIND_HBW_NODES, or NULL */
+
+static void mk_init(void) {
+  if (sicm_init() != 0) {
+    fprintf(stderr, "libmemkind (libsicm): sicm_init failed: %s; only MEMKIND_DEFAULT works\n",
+            sicm_error_detail());
+    return;
+  }
+  const sicm_device_list *list = sicm_devices();
+  for (unsigned i = 0; i < list->count; i++)
+    if (list->devices[i].node + 1 > node_slots)
+      node_slots = list->devices[i].node + 1;
+  const char *env = getenv("MEMKIND_HBW_NODES");
+  if (env != NULL && env[0] != '\0') {
+    hbw_override = numa_parse_nodestring(env);
+    if (hbw_override == NULL)
+      fprintf(stderr, "libmemkind (libsicm): MEMKIND_HBW_NODES=\"%s\" is not a node list; "
+                      "using the HBM libsicm finds\n", env);
+  }
+  sicm_ready = 1;
+}
+
+static int mk_ready(void) {
+  pthread_once(&init_once, mk_init);
+  return sicm_ready;
+}
+
+static int kind_valid(memkind_t kind) { return kind >= &kinds[0] && kind < &kinds[NKINDS]; }
+
+/* ---- which devices a kind uses, seen from a node ---- */
+
+static int is_hbw(const sicm_device *d) {
+  return hbw_override ? numa_bitmask_isbitset(hbw_override, (unsigned)d->node)
+                      : d->kind == SICM_KIND_HBM;
+}
+
+static int of_memory(const sicm_device *d, kind_memory memory) {
+  if (d->huge)
+    return 0;
+  switch (memory) {
+  case MEM_HBW: return is_hbw(d);
+  case MEM_CAPACITY: return d->kind == SICM_KIND_CAPACITY;
+  default: return 1;
+  }
+}
+
+/* Whether d is local to CPUs of `node`: the node itself or a memory-only
+ * node whose nearest initiator it is. */
+static int is_local(const sicm_device *d, int node) {
+  return d->node == node || (!d->has_cpus && d->perf.initiator == node);
+}
+
+/* The best device of a ranking from node, if the ranking rests on measured
+ * or configured attributes (not on distances alone). */
+static sicm_device *best_by(sicm_rank_by by, int node) {
+  sicm_rank_entry first;
+  sicm_source source;
+  if (sicm_rank(by, node, &first, 1, &source) < 1 || source == SICM_SOURCE_TOPOLOGY)
+    return NULL;
+  return first.device;
+}
+
+static unsigned kind_devices(const struct memkind *k, int node, sicm_device **out) {
+  const sicm_device_list *list = sicm_devices();
+  unsigned n = 0;
+  if (k->memory == MEM_LOWEST_LATENCY || k->memory == MEM_HIGHEST_BANDWIDTH) {
+    out[0] = best_by(k->memory == MEM_LOWEST_LATENCY ? SICM_RANK_LATENCY : SICM_RANK_BANDWIDTH,
+                     node);
+    return out[0] != NULL;
+  }
+  size_t best_capacity = 0;
+  int best_distance = -1;
+  for (unsigned i = 0; i < list->count; i++) {
+    sicm_device *d = &list->devices[i];
+    if (!of_memory(d, k->memory) || (k->scope == SCOPE_LOCAL && !is_local(d, node)))
+      continue;
+    if (k->memory == MEM_HIGHEST_CAPACITY) {
+      if (d->capacity < best_capacity)
+        continue;
+      if (d->capacity > best_capacity)
+        n = 0;
+      best_capacity = d->capacity;
+    } else if (k->scope == SCOPE_NEAREST) {
+      int distance = sicm_node_distance(node, d->node);
+      if (best_distance >= 0 && distance >= best_distance)
+        continue; /* ties: the lowest node, listed first */
+      best_distance = distance;
+      n = 0;
+    }
+    if (n < SICM_ARENA_DEVICES_MAX)
+      out[n++] = d;
+  }
+  return n;
+}
+
+/* The kind's arena for the calling thread's node, created on first use;
+ * NULL with errno ENOMEM when the kind has no device and cannot fall back. */
+static sicm_arena kind_arena(memkind_t k) {
+  if (!mk_ready() || k->memory == MEM_HUGETLB) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  int node = sicm_node_self();
+  if (node < 0 || node >= node_slots)
+    node = 0;
+  sicm_arena *slot = k->arenas ? &k->arenas[node] : NULL;
+  sicm_arena arena = slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
+  if (arena != NULL)
+    return arena;
+  pthread_mutex_lock(&kinds_lock);
+  if (k->arenas == NULL)
+    k->arenas = calloc((size_t)node_slots, sizeof *k->arenas);
+  if (k->arenas != NULL && (arena = k->arenas[node]) == NULL) {
+    sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+    unsigned n = kind_devices(k, node, devs);
+    unsigned flags = k->arena_flags;
+    if (k->place == PLACE_INTERLEAVE && n > 1)
+      flags |= SICM_ARENA_INTERLEAVE;
+    else if (k->place == PLACE_PREFERRED)
+      flags |= SICM_ARENA_PREFERRED;
+    if (n == 0 && k->place == PLACE_PREFERRED && (devs[0] = sicm_device_of_node(node, 0)))
+      n = 1; /* no memory of the kind's type: the local node, as memkind documents */
+    if (n > 0 && (arena = sicm_arena_create_devices(0, devs, n, flags)) != NULL)
+      __atomic_store_n(&k->arenas[node], arena, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&kinds_lock);
+  if (arena == NULL)
+    errno = ENOMEM;
+  return arena;
+}
+
+/* The kind whose arena holds ptr, or NULL. */
+static memkind_t kind_of_arena(sicm_arena arena) {
+  if (arena == NULL)
+    return NULL;
+  pthread_mutex_lock(&kinds_lock);
+  memkind_t found = NULL;
+  for (unsigned k = 0; k < NKINDS && found == NULL; k++)
+    for (int node = 0; kinds[k].arenas != NULL && node < node_slots; node++)
+      if (kinds[k].arenas[node] == arena)
+        found = &kinds[k];
+  pthread_mutex_unlock(&kinds_lock);
+  return found;
+}
+
+void mk_report_foreign(const char *call, const void *ptr) {
+  static int reported;
+  if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
+    fprintf(stderr, "libmemkind (libsicm): %s(%p): not memory of that kind; ignored "
+                    "(reported once)\n", call, ptr);
+  errno = EINVAL;
+}
+
+int mk_hbw_available(void) {
+  if (!mk_ready())
+    return 0;
+  const sicm_device_list *list = sicm_devices();
+  for (unsigned i = 0; i < list->count; i++)
+    if (of_memory(&list->devices[i], MEM_HBW))
+      return 1;
+  return 0;
+}
+
+int mk_is_hbw_node(int node) {
+  if (!mk_ready())
+    return 0;
+  sicm_device *d = sicm_device_of_node(node, 0);
+  return d != NULL && is_hbw(d);
+}
+
+int mk_is_hbw_pointer(const void *ptr) {
+  memkind_t k = kind_of_arena(sicm_arena_lookup(ptr));
+  return k != NULL && k->memory == MEM_HBW;
+}
+
+/* ---- memkind.h ---- */
+
+void *memkind_malloc(memkind_t kind, size_t size) {
+  if (!kind_valid(kind)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (size == 0)
+    return NULL;
+  if (kind->memory == MEM_DEFAULT)
+    return malloc(size);
+  sicm_arena arena = kind_arena(kind);
+  return arena ? sicm_arena_alloc(arena, size) : NULL;
+}
+
+void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
+  if (!kind_valid(kind)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (num == 0 || size == 0)
+    return NULL;
+  if (kind->memory == MEM_DEFAULT)
+    return calloc(num, size);
+  sicm_arena arena = kind_arena(kind);
+  return arena ? sicm_arena_calloc(arena, num, size) : NULL;
+}
+
+int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size_t size) {
+  if (!kind_valid(kind) || memptr == NULL || alignment < sizeof(void *) ||
+      (alignment & (alignment - 1)) != 0)
+    return EINVAL;
+  if (kind->memory == MEM_DEFAULT)
+    return posix_memalign(memptr, alignment, size);
+  sicm_arena arena = kind_arena(kind);
+  void *p = arena && size ? sicm_arena_alloc_aligned(arena, size, alignment) : NULL;
+  if (p == NULL)
+    return ENOMEM;
+  *memptr = p;
+  return 0;
+}
+
+memkind_t memkind_detect_kind(void *ptr) {
+  if (ptr == NULL)
+    return NULL;
+  sicm_arena arena = sicm_arena_lookup(ptr);
+  if (arena == NULL)
+    return MEMKIND_DEFAULT;
+  return kind_of_arena(arena);
+}
+
+void memkind_free(memkind_t kind, void *ptr) {
+  if (ptr == NULL)
+    return;
+  if (sicm_arena_lookup(ptr) != NULL) {
+    sicm_free(ptr);
+  } else if (kind == NULL || (kind_valid(kind) && kind->memory == MEM_DEFAULT)) {
+    free(ptr);
+  } else {
+    mk_report_foreign("memkind_free", ptr);
+  }
+}
+
+size_t memkind_malloc_usable_size(memkind_t kind, void *ptr) {
+  if (ptr == NULL)
+    return 0;
+  if (sicm_arena_lookup(ptr) != NULL)
+    return sicm_usable_size(ptr);
+  return malloc_usable_size(ptr);
+}
+
+void *memkind_realloc(memkind_t kind, void *ptr, size_t size) {
+  if (kind == NULL)
+    kind = memkind_detect_kind(ptr);
+  if (!kind_valid(kind)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (ptr == NULL)
+    return memkind_malloc(kind, size);
+  if (size == 0) {
+    memkind_free(kind, ptr);
+    return NULL;
+  }
+  sicm_arena from = sicm_arena_lookup(ptr);
+  if (kind->memory == MEM_DEFAULT && from == NULL)
+    return realloc(ptr, size);
+  if (from != NULL && kind_of_arena(from) == kind)
+    return sicm_realloc(ptr, size);
+  /* Another kind's memory moves into this kind. */
+  void *moved = memkind_malloc(kind, size);
+  if (moved == NULL)
+    return NULL;
+  size_t old = memkind_malloc_usable_size(NULL, ptr);
+  memcpy(moved, ptr, old < size ? old : size);
+  memkind_free(NULL, ptr);
+  return moved;
+}
+
+int memkind_check_available(memkind_t kind) {
+  if (!kind_valid(kind))
+    return MEMKIND_ERROR_INVALID;
+  if (kind->memory == MEM_DEFAULT)
+    return 0;
+  if (kind->memory == MEM_HUGETLB)
+    return MEMKIND_ERROR_HUGETLB;
+  if (!mk_ready())
+    return MEMKIND_ERROR_UNAVAILABLE;
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int node = sicm_node_self();
+  if (kind_devices(kind, node < 0 ? 0 : node, devs) > 0)
+    return 0;
+  return kind->memory == MEM_CAPACITY ? MEMKIND_ERROR_UNAVAILABLE
+                                      : MEMKIND_ERROR_MEMTYPE_NOT_AVAILABLE;
+}
+
+void memkind_error_message(int err, char *msg, size_t size) {
+  static const struct { int err; const char *text; } texts[] = {
+      {MEMKIND_ERROR_UNAVAILABLE, "Requested memory kind is not available"},
+      {MEMKIND_ERROR_MBIND, "Call to mbind() failed"},
+      {MEMKIND_ERROR_MMAP, "Call to mmap() failed"},
+      {MEMKIND_ERROR_MALLOC, "Call to malloc() failed"},
+      {MEMKIND_ERROR_ENVIRON, "Error parsing environment variable MEMKIND_*"},
+      {MEMKIND_ERROR_INVALID, "Invalid input arguments to memkind routine"},
+      {MEMKIND_ERROR_TOOMANY, "Attempted to initialize more than maximum number of kinds"},
+      {MEMKIND_ERROR_BADOPS, "Invalid memkind_ops structure"},
+      {MEMKIND_ERROR_HUGETLB, "Unable to allocate huge pages (not provided by libsicm)"},
+      {MEMKIND_ERROR_MEMTYPE_NOT_AVAILABLE, "Requested memory type is not available"},
+      {MEMKIND_ERROR_OPERATION_FAILED, "Operation failed"},
+      {MEMKIND_ERROR_ARENAS_CREATE, "Call to jemalloc's arenas.create failed"},
+      {MEMKIND_ERROR_RUNTIME, "Unspecified run-time error"},
+  };
+  if (msg == NULL || size == 0)
+    return;
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+    if (texts[i].err == err) {
+      snprintf(msg, size, "<memkind> %s", texts[i].text);
+      return;
+    }
+  snprintf(msg, size, "<memkind> Undefined error number: %d", err);
+}
