@@ -58,6 +58,15 @@ else
   expect "$out" "hbw_malloc: node 0"          # preferred: the local node, CPU 0's
   expect "$out" "hbw_verify_memory_region: -1"
 fi
+if [ "$machine" = nohbm ]; then
+  # MEMKIND_HBW_NODES overrides the classification, as in memkind.
+  out=$(MEMKIND_HBW_NODES=1 run_ours taskset -c 0 "$b/tests/memkind/hbw_place")
+  echo "--- hbw_place with MEMKIND_HBW_NODES=1:"
+  echo "$out"
+  expect "$out" "hbw_check_available: 0"
+  expect "$out" "hbw_malloc: node 1"
+  expect "$out" "hbw_verify_memory_region: 0"
+fi
 if [ -e /usr/lib/x86_64-linux-gnu/libmemkind.so.0 ]; then
   echo "--- hbw_place with Debian's memkind (for comparison, not checked):"
   run_debian "$b/tests/memkind/hbw_place"

@@ -1,0 +1,129 @@
+/* test_memkind.c: the memkind-compatible library's API on this machine —
+ * kinds that exist everywhere work, absent ones answer as memkind does, and
+ * bad input gets memkind's errors without harm.  Placement is checked in
+ * the guest (tests/memkind/guest.sh). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hbwmalloc.h"
+#include "memkind.h"
+
+static int failures;
+
+#define CHECK(cond)                                                       \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
+      failures++;                                                         \
+      fprintf(stderr, "test_memkind: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                     \
+  } while (0)
+
+static void every_working_kind_allocates_frees_and_is_detected(void) {
+  memkind_t always[] = {MEMKIND_DEFAULT, MEMKIND_REGULAR, MEMKIND_INTERLEAVE,
+                        MEMKIND_HIGHEST_CAPACITY, MEMKIND_HIGHEST_CAPACITY_PREFERRED,
+                        MEMKIND_HIGHEST_CAPACITY_LOCAL, MEMKIND_HBW_PREFERRED};
+  for (size_t k = 0; k < sizeof always / sizeof always[0]; k++) {
+    char *p = memkind_malloc(always[k], 1000);
+    CHECK(p != NULL);
+    if (p == NULL)
+      continue;
+    memset(p, 0x5a, 1000);
+    CHECK(memkind_malloc_usable_size(always[k], p) >= 1000);
+    if (always[k] != MEMKIND_REGULAR) /* REGULAR and DEFAULT share the process heap */
+      CHECK(memkind_detect_kind(p) == always[k]);
+    char *q = memkind_realloc(NULL, p, 5000); /* kind detected */
+    CHECK(q != NULL && q[999] == 0x5a);
+    memkind_free(NULL, q);
+    char *z = memkind_calloc(always[k], 10, 100);
+    CHECK(z != NULL && z[0] == 0 && z[999] == 0);
+    memkind_free(always[k], z);
+    void *aligned = NULL;
+    CHECK(memkind_posix_memalign(always[k], &aligned, 4096, 100) == 0);
+    CHECK(((uintptr_t)aligned & 4095) == 0);
+    memkind_free(always[k], aligned);
+  }
+}
+
+static void realloc_moves_memory_between_kinds(void) {
+  char *p = memkind_malloc(MEMKIND_DEFAULT, 64);
+  CHECK(p != NULL);
+  strcpy(p, "kept");
+  char *q = memkind_realloc(MEMKIND_HIGHEST_CAPACITY, p, 128);
+  CHECK(q != NULL && strcmp(q, "kept") == 0);
+  CHECK(memkind_detect_kind(q) == MEMKIND_HIGHEST_CAPACITY);
+  CHECK(memkind_realloc(MEMKIND_HIGHEST_CAPACITY, q, 0) == NULL); /* frees */
+}
+
+static void bad_input_is_refused_without_harm(void) {
+  errno = 0;
+  CHECK(memkind_malloc(NULL, 10) == NULL && errno == EINVAL);
+  CHECK(memkind_malloc(MEMKIND_DEFAULT, 0) == NULL);
+  CHECK(memkind_calloc(MEMKIND_DEFAULT, 0, 8) == NULL);
+  CHECK(memkind_calloc(MEMKIND_HIGHEST_CAPACITY, SIZE_MAX, 2) == NULL);
+  void *untouched = &failures;
+  CHECK(memkind_posix_memalign(MEMKIND_DEFAULT, &untouched, 3, 64) == EINVAL);
+  CHECK(memkind_posix_memalign(MEMKIND_DEFAULT, &untouched, 2, 64) == EINVAL);
+  CHECK(untouched == &failures);
+  CHECK(memkind_check_available(NULL) == MEMKIND_ERROR_INVALID);
+  CHECK(memkind_check_available(MEMKIND_HUGETLB) == MEMKIND_ERROR_HUGETLB);
+  CHECK(memkind_malloc(MEMKIND_HUGETLB, 64) == NULL);
+  CHECK(memkind_detect_kind(NULL) == NULL);
+  /* Memory the kind did not allocate: left alone, errno EINVAL. */
+  char *mine = malloc(32);
+  strcpy(mine, "intact");
+  errno = 0;
+  memkind_free(MEMKIND_HIGHEST_CAPACITY, mine);
+  CHECK(errno == EINVAL && strcmp(mine, "intact") == 0);
+  hbw_free(mine);
+  CHECK(strcmp(mine, "intact") == 0);
+  CHECK(hbw_realloc(mine, 64) == NULL && strcmp(mine, "intact") == 0);
+  CHECK(hbw_malloc_usable_size(mine) == 0);
+  free(mine);
+  char msg[MEMKIND_ERROR_MESSAGE_SIZE];
+  memkind_error_message(MEMKIND_ERROR_UNAVAILABLE, msg, sizeof msg);
+  CHECK(strcmp(msg, "<memkind> Requested memory kind is not available") == 0);
+  memkind_error_message(-1000, msg, sizeof msg);
+  CHECK(strstr(msg, "-1000") != NULL);
+}
+
+static void hbw_policy_is_set_once_before_allocating(void) {
+  CHECK(hbw_get_policy() == HBW_POLICY_PREFERRED);
+  CHECK(hbw_set_policy((hbw_policy_t)0) == EINVAL);
+  CHECK(hbw_set_policy((hbw_policy_t)5) == EINVAL);
+  CHECK(hbw_set_policy(HBW_POLICY_PREFERRED) == 0);
+  CHECK(hbw_set_policy(HBW_POLICY_BIND) == EPERM);
+  CHECK(hbw_get_policy() == HBW_POLICY_PREFERRED);
+  void *p = NULL;
+  CHECK(hbw_posix_memalign(&p, 3, 64) == EINVAL && p == NULL);
+  CHECK(hbw_posix_memalign_psize(&p, 64, 64, HBW_PAGESIZE_1GB) == EINVAL && p == NULL);
+  CHECK(hbw_verify_memory_region(NULL, 64, 0) == EINVAL);
+  char stack_byte = 0;
+  CHECK(hbw_verify_memory_region(&stack_byte, 0, 0) == EINVAL);
+  CHECK(hbw_verify_memory_region(&stack_byte, 1, 0x80) == EINVAL);
+  CHECK(hbw_malloc(0) == NULL);
+  /* With HBM or without (then from the local node, preferred), it works. */
+  char *h = hbw_calloc(4, 1024);
+  CHECK(h != NULL && h[4095] == 0);
+  CHECK(hbw_malloc_usable_size(h) >= 4096);
+  h = hbw_realloc(h, 1 << 20);
+  CHECK(h != NULL && h[4095] == 0);
+  hbw_free(h);
+  CHECK(hbw_check_available() == 0 || hbw_check_available() == ENODEV);
+  if (hbw_check_available() == ENODEV) {
+    CHECK(memkind_check_available(MEMKIND_HBW) == MEMKIND_ERROR_MEMTYPE_NOT_AVAILABLE);
+    errno = 0;
+    CHECK(memkind_malloc(MEMKIND_HBW, 64) == NULL && errno == ENOMEM);
+  }
+}
+
+int main(void) {
+  every_working_kind_allocates_frees_and_is_detected();
+  realloc_moves_memory_between_kinds();
+  bad_input_is_refused_without_harm();
+  hbw_policy_is_set_once_before_allocating();
+  printf("test_memkind: %s\n", failures ? "FAILED" : "all checks passed");
+  return failures ? 1 : 0;
+}
