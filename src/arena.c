@@ -190,11 +190,9 @@ int sicm_arenas_list(sicm_arena *out, size_t max) {
 }
 
 sicm_arena sicm_arena_lookup(const void *ptr) {
-  sc_arena *a = sc_window_owner(ptr);
-  if (a == NULL)
-    return NULL;
-  uint64_t generation = __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE);
-  return generation ? sc_arena_handle(a, generation) : NULL;
+  uint64_t generation;
+  sc_arena *a = sc_arena_of_ptr(ptr, &generation);
+  return a ? sc_arena_handle(a, generation) : NULL;
 }
 
 void sc_arena_set_owner(sicm_arena sa, void *owner) {
@@ -204,10 +202,9 @@ void sc_arena_set_owner(sicm_arena sa, void *owner) {
 }
 
 void *sc_arena_owner_of(const void *ptr) {
-  sc_arena *a = sc_window_owner(ptr);
-  if (a == NULL || __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == 0)
-    return NULL;
-  return __atomic_load_n(&a->owner, __ATOMIC_ACQUIRE);
+  uint64_t generation;
+  sc_arena *a = sc_arena_of_ptr(ptr, &generation);
+  return a ? __atomic_load_n(&a->owner, __ATOMIC_ACQUIRE) : NULL;
 }
 
 size_t sicm_arena_size(sicm_arena sa) {

@@ -182,6 +182,13 @@ void sc_window_adopt(sc_arena *a, void *base, size_t size);
 void *sc_window_take(sc_arena *a, void *new_addr, size_t size, size_t alignment);
 /* Unmaps every window of the arena. */
 void sc_window_release_all(sc_arena *a);
+/* The live arena owning address p and its generation, or NULL (no errno:
+ * callers decide whether that is an error).  Inline: every free uses it. */
+static inline sc_arena *sc_arena_of_ptr(const void *p, uint64_t *generation) {
+  sc_arena *a = sc_window_owner(p);
+  *generation = a ? __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) : 0;
+  return *generation ? a : NULL;
+}
 /* Gives the arena's windows MADV_HUGEPAGE once it holds SC_THP_THRESHOLD. */
 void sc_window_advise_huge(sc_arena *a);
 /* A consistent copy of the arena's windows; returns how many. */

@@ -27,11 +27,8 @@ void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz) {
 
 /* The live arena owning ptr and its generation; NULL with EINVAL if none. */
 static sc_arena *owner_of(const void *ptr, uint64_t *generation) {
-  sc_arena *a = sc_window_owner(ptr);
-  *generation = a ? __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) : 0;
-  if (*generation == 0)
-    return sc_fail_null(EINVAL, "%p belongs to no arena", ptr);
-  return a;
+  sc_arena *a = sc_arena_of_ptr(ptr, generation);
+  return a ? a : sc_fail_null(EINVAL, "%p belongs to no arena", ptr);
 }
 
 void *sicm_realloc(void *ptr, size_t sz) {
