@@ -10,23 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_check.h"
 #include "sicm.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    if (!(cond)) {                                             \
-      failures++;                                              \
-      fprintf(stderr, "test_dlopen: %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                            \
-      fputc('\n', stderr);                                     \
-    }                                                          \
-  } while (0)
 
 static void *symbol(void *lib, const char *name) {
   void *p = dlsym(lib, name);
-  CHECK(p != NULL, "dlsym %s: %s", name, dlerror());
+  CHECK_MSG(p != NULL, "dlsym %s: %s", name, dlerror());
   return p;
 }
 
@@ -42,7 +31,7 @@ static void *load(const char *path) {
       exit(77);
     }
 #endif
-    CHECK(0, "dlopen %s: %s", path, why);
+    CHECK_MSG(0, "dlopen %s: %s", path, why);
   }
   return lib;
 }
@@ -63,25 +52,25 @@ static void libsicm_works(const char *path) {
   int (*destroy)(sicm_arena) = (int (*)(sicm_arena))symbol(lib, "sicm_arena_destroy");
   if (failures)
     return;
-  CHECK(init() == 0, "sicm_init failed: errno %d", errno);
+  CHECK_MSG(init() == 0, "sicm_init failed: errno %d", errno);
   const sicm_device_list *list = devices();
-  CHECK(list != NULL && list->count > 0, "no devices");
+  CHECK_MSG(list != NULL && list->count > 0, "no devices");
   sicm_arena arena = create(0, &list->devices[0]);
-  CHECK(arena != NULL, "sicm_arena_create failed: errno %d", errno);
+  CHECK_MSG(arena != NULL, "sicm_arena_create failed: errno %d", errno);
   /* Small (thread cache), large, and enough of them to reach jemalloc. */
   void *blocks[1000];
   for (int i = 0; i < 1000; i++) {
     size_t size = i % 10 == 0 ? (size_t)1 << 20 : 16 + (size_t)i;
     blocks[i] = alloc(arena, size);
-    CHECK(blocks[i] != NULL, "allocation %d of %zu bytes failed", i, size);
+    CHECK_MSG(blocks[i] != NULL, "allocation %d of %zu bytes failed", i, size);
     if (blocks[i] != NULL)
       memset(blocks[i], i & 0xff, size);
-    CHECK(lookup(blocks[i]) == arena, "allocation %d is not in its arena", i);
+    CHECK_MSG(lookup(blocks[i]) == arena, "allocation %d is not in its arena", i);
   }
   for (int i = 0; i < 1000; i++)
     release(blocks[i]);
-  CHECK(destroy(arena) == 0, "sicm_arena_destroy failed: errno %d", errno);
-  CHECK(fini() == 0, "sicm_fini failed: errno %d", errno);
+  CHECK_MSG(destroy(arena) == 0, "sicm_arena_destroy failed: errno %d", errno);
+  CHECK_MSG(fini() == 0, "sicm_fini failed: errno %d", errno);
 }
 
 /* libmemkind.so needs libsicm.so.0, which the loader finds by its soname
@@ -97,10 +86,10 @@ static void memkind_works(const char *path) {
   int (*check)(memkind_t) = (int (*)(memkind_t))symbol(lib, "memkind_check_available");
   if (failures)
     return;
-  CHECK(check(*highest) == 0, "MEMKIND_HIGHEST_CAPACITY is unavailable");
+  CHECK_MSG(check(*highest) == 0, "MEMKIND_HIGHEST_CAPACITY is unavailable");
   for (int i = 0; i < 100; i++) {
     char *p = mk_malloc(*highest, 4096 + (size_t)i);
-    CHECK(p != NULL, "memkind_malloc %d failed", i);
+    CHECK_MSG(p != NULL, "memkind_malloc %d failed", i);
     if (p != NULL)
       p[4095] = 1;
     mk_free(NULL, p);

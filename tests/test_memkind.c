@@ -8,18 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_check.h"
 #include "hbwmalloc.h"
 #include "memkind.h"
-
-static int failures;
-
-#define CHECK(cond)                                                       \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      failures++;                                                         \
-      fprintf(stderr, "test_memkind: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                     \
-  } while (0)
 
 static void every_working_kind_allocates_frees_and_is_detected(void) {
   memkind_t always[] = {MEMKIND_DEFAULT, MEMKIND_REGULAR, MEMKIND_INTERLEAVE,
