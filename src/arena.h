@@ -144,6 +144,11 @@ size_t sc_arena_usable_for(sicm_arena sa, size_t size, size_t align);
 void sc_arena_set_owner(sicm_arena sa, void *owner);
 /* The owner of the live arena holding ptr, or NULL. */
 void *sc_arena_owner_of(const void *ptr);
+/* arena_alloc.c: sicm_arena_alloc and sicm_free for every kind; the
+ * entry points (arena_je_fast.c) call them when the private kind's thread
+ * caches cannot serve. */
+void *sc_arena_alloc_any(sicm_arena sa, size_t sz);
+void sc_free_any(void *ptr);
 /* The private kind's creation (arena_je.c): what sicm_arena_create_devices()
  * does, plus the library_default mark; the default kind of arena. */
 sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
@@ -188,6 +193,23 @@ static inline sc_arena *sc_arena_of_ptr(const void *p, uint64_t *generation) {
   sc_arena *a = sc_window_owner(p);
   *generation = a ? __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) : 0;
   return *generation ? a : NULL;
+}
+/* A byte per 4 KiB page of every private window, for the kind to say what
+ * starts in that page (arena_je.h: the size class of the allocation there)
+ * so that free needs no query to the allocator.  0: nothing known.  A
+ * chunk's table is made with the chunk's first private window and kept for
+ * the process — cleared, never unmapped, when the window goes — so that a
+ * racing free never reads unmapped memory; NULL for chunks of no private
+ * window.  Costs 4 MiB of address space per 16 GiB chunk and one page of
+ * memory per 16 MiB the arena uses. */
+#define SC_PAGE_TAG_SHIFT 12
+extern uint8_t *sc_page_tags[SC_CHUNK_COUNT];
+static inline uint8_t *sc_page_tag_of(const void *p) {
+  uintptr_t addr = (uintptr_t)p;
+  if (addr >> SC_ADDRESS_BITS)
+    return NULL;
+  uint8_t *tags = __atomic_load_n(&sc_page_tags[addr >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
+  return tags ? &tags[(addr & (SC_CHUNK_SIZE - 1)) >> SC_PAGE_TAG_SHIFT] : NULL;
 }
 /* Gives the arena's windows MADV_HUGEPAGE once it holds SC_THP_THRESHOLD. */
 void sc_window_advise_huge(sc_arena *a);

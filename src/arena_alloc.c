@@ -1,11 +1,13 @@
 /* arena_alloc.c: the allocation entry points.  Each resolves the arena —
  * from the handle, or from the pointer through the window table — and
- * calls its kind's operation. */
+ * calls its kind's operation.  sicm_arena_alloc and sicm_free first try
+ * the private kind's thread caches (arena_je_fast.c) and come here when
+ * those cannot serve. */
 #include <errno.h>
 
 #include "arena.h"
 
-void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
+void *sc_arena_alloc_any(sicm_arena sa, size_t sz) {
   sc_arena *a = sc_arena_resolve(sa);
   return a ? a->ops->alloc(a, sc_handle_generation(sa), sz, 0, 0) : NULL;
 }
@@ -51,7 +53,7 @@ void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz) {
   return a->ops->realloc(a, generation, ptr, sz);
 }
 
-void sicm_free(void *ptr) {
+void sc_free_any(void *ptr) {
   if (ptr == NULL)
     return;
   uint64_t generation;

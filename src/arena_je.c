@@ -59,54 +59,54 @@ static void *alloc_result(void *p, const sc_arena *a, size_t sz) {
                       __atomic_load_n(&a->held, __ATOMIC_RELAXED), a->maxsize);
 }
 
-static int cache_flag(sc_arena *a, uint64_t generation) {
-  sc_thread_cache *cache = sc_thread_cache_get(a, generation);
-  return cache ? cache->flag : MALLOCX_TCACHE_NONE;
+void *sc_je_alloc_miss(sc_arena *a, sc_thread_cache *cache, size_t sz) {
+  sc_je_hook_failed = 0;
+  void *p = je_mallocx(sz, (int)MALLOCX_ARENA(sc_je_of(a)->index) | cache->flag);
+  if (p != NULL)
+    sc_page_class_set(p, sc_size_class(sz));
+  return alloc_result(p, a, sz);
 }
 
 static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t align, int zero) {
-  unsigned index = sc_je_of(a)->index;
-  if (align == 0 && !zero && sz - 1 < sc_je_size_classes.max) {
-    sc_thread_cache *cache = sc_thread_cache_get(a, generation);
-    if (cache != NULL) {
-      sc_bin *bin = &cache->bins[sc_size_class(sz)];
-      if (bin->count > 0)
-        return bin->slots[--bin->count];
-      sc_je_hook_failed = 0;
-      return alloc_result(je_mallocx(sz, (int)MALLOCX_ARENA(index) | cache->flag), a, sz);
-    }
+  sc_thread_cache *cache = sc_thread_cache_get(a, generation);
+  if (align == 0 && !zero && sz - 1 < sc_je_size_classes.max && cache != NULL) {
+    sc_bin *bin = &cache->bins[sc_size_class(sz)];
+    return bin->count > 0 ? bin->slots[--bin->count] : sc_je_alloc_miss(a, cache, sz);
   }
   if (size_check(sz) != 0)
     return NULL;
-  int flags = (int)MALLOCX_ARENA(index) | cache_flag(a, generation) |
-              (align ? MALLOCX_ALIGN(align) : 0) | (zero ? MALLOCX_ZERO : 0);
+  int flags = (int)MALLOCX_ARENA(sc_je_of(a)->index) |
+              (cache ? cache->flag : MALLOCX_TCACHE_NONE) | (align ? MALLOCX_ALIGN(align) : 0) |
+              (zero ? MALLOCX_ZERO : 0);
   sc_je_hook_failed = 0;
-  return alloc_result(je_mallocx(sz, flags), a, sz);
+  void *p = je_mallocx(sz, flags);
+  if (p != NULL) /* an alignment may raise the class: ask jemalloc then */
+    sc_page_class_set(p, sc_class_of(align ? je_sallocx(p, 0) : sz));
+  return alloc_result(p, a, sz);
 }
 
 static void private_free(sc_arena *a, uint64_t generation, void *ptr) {
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);
-  if (cache == NULL) {
-    je_dallocx(ptr, MALLOCX_TCACHE_NONE);
-    return;
-  }
-  size_t usable = je_sallocx(ptr, 0);
-  if (usable > sc_je_size_classes.max) {
-    je_dallocx(ptr, cache->flag);
-    return;
-  }
-  sc_bin *bin = &cache->bins[sc_size_class(usable)];
-  if (bin->count == SC_BIN_CAP)
-    sc_bin_flush(bin, cache->flag, SC_BIN_CAP / 2);
-  bin->slots[bin->count++] = ptr;
+  int flag = cache ? cache->flag : MALLOCX_TCACHE_NONE;
+  unsigned cls = sc_page_class(ptr);
+  if (cls == SC_CLASSES_MAX)
+    je_dallocx(ptr, flag); /* jemalloc finds the size */
+  else if (cls >= sc_je_size_classes.nbins || cache == NULL)
+    je_sdallocx(ptr, sc_je_size_classes.size[cls], flag);
+  else
+    sc_bin_push(cache, cls, ptr);
 }
 
 static void *private_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
   if (size_check(sz) != 0)
     return NULL;
-  int flags = (int)MALLOCX_ARENA(sc_je_of(a)->index) | cache_flag(a, generation);
+  sc_thread_cache *cache = sc_thread_cache_get(a, generation);
+  int flags = (int)MALLOCX_ARENA(sc_je_of(a)->index) | (cache ? cache->flag : MALLOCX_TCACHE_NONE);
   sc_je_hook_failed = 0;
-  return alloc_result(je_rallocx(ptr, sz, flags), a, sz);
+  void *p = je_rallocx(ptr, sz, flags);
+  if (p != NULL)
+    sc_page_class_set(p, sc_class_of(sz));
+  return alloc_result(p, a, sz);
 }
 
 static size_t private_usable_size(sc_arena *a, const void *ptr) { return je_sallocx((void *)ptr, 0); }

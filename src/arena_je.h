@@ -41,19 +41,62 @@ extern SC_TLS int sc_je_hook_failed;
 #define SC_BINS_MAX 64
 #define SC_BIN_LOOKUP_MAX 16384         /* classes above this are not binned */
 
-/* jemalloc's small size classes, read from it once (sc_je_classes_init). */
+#define SC_CLASSES_MAX 255                /* a page tag holds class + 1 */
+
+/* jemalloc's size classes, read from it once (sc_je_classes_init): the
+ * small ones, binned here, then the large ones, whose index a page tag
+ * records so that free can pass jemalloc the size (sdallocx) instead of
+ * asking for it (sallocx). */
 typedef struct sc_je_classes {
   size_t max;                          /* largest binned class */
-  unsigned nbins;
+  unsigned nbins;                      /* binned classes: 0 .. nbins - 1 */
   uint8_t bin_of[SC_BIN_LOOKUP_MAX / 8]; /* (size - 1) / 8 -> bin */
+  /* Past max, classes come four per doubling: the class of size s in
+   * (2^(lg-1), 2^lg] is group_first[lg] + (s - 1 - 2^(lg-1)) >> (lg - 3). */
+  uint8_t group_first[64];
+  size_t tagged_max;                   /* largest class a tag names; max if none past it */
+  unsigned nclasses;
+  size_t size[SC_CLASSES_MAX];         /* bytes of each class */
 } sc_je_classes;
 extern sc_je_classes sc_je_size_classes;
 
 /* Reads the classes from jemalloc; 0 or -1 with errno. */
 int sc_je_classes_init(void);
 
+/* The bin of a size in 1 .. sc_je_size_classes.max. */
 static inline unsigned sc_size_class(size_t size) {
   return sc_je_size_classes.bin_of[(size - 1) >> 3];
+}
+
+/* The class jemalloc gives an unaligned allocation of size bytes, or
+ * SC_CLASSES_MAX when no tag can name it. */
+static inline unsigned sc_class_in(const sc_je_classes *c, size_t size) {
+  if (size - 1 < c->max)
+    return c->bin_of[(size - 1) >> 3];
+  if (size > c->tagged_max)
+    return SC_CLASSES_MAX;
+  unsigned lg = 64 - (unsigned)__builtin_clzl(size - 1);
+  return c->group_first[lg] + (unsigned)((size - 1 - ((size_t)1 << (lg - 1))) >> (lg - 3));
+}
+static inline unsigned sc_class_of(size_t size) { return sc_class_in(&sc_je_size_classes, size); }
+
+/* Records the class of the allocation starting at p (from a private
+ * window; others have no tags).  Atomic: threads allocating regions of
+ * one page write the same value concurrently. */
+static inline void sc_page_class_set(void *p, unsigned cls) {
+  uint8_t *tag = sc_page_tag_of(p);
+  if (tag != NULL)
+    __atomic_store_n(tag, (uint8_t)(cls < SC_CLASSES_MAX ? cls + 1 : 0), __ATOMIC_RELAXED);
+}
+
+/* The class of the live allocation starting at p, or SC_CLASSES_MAX if
+ * unknown.  Exact: a page's tag is written by every allocation jemalloc
+ * hands out that starts in it, and while one lives no other allocation can
+ * start in its first page. */
+static inline unsigned sc_page_class(const void *p) {
+  const uint8_t *tag = sc_page_tag_of(p);
+  unsigned v = tag ? __atomic_load_n(tag, __ATOMIC_RELAXED) : 0;
+  return v ? v - 1 : SC_CLASSES_MAX;
 }
 
 typedef struct sc_bin {
@@ -80,8 +123,29 @@ extern SC_TLS sc_thread_table sc_thread_caches;
 sc_thread_cache *sc_thread_cache_slow(sc_arena *a, uint64_t generation);
 /* Destroys every thread's jemalloc tcache of the arena (before arena destroy). */
 void sc_thread_caches_release(sc_arena *a);
-/* Gives one bin's regions back to jemalloc. */
-void sc_bin_flush(sc_bin *bin, int flag, unsigned keep);
+/* Gives bin b's regions back to jemalloc until keep are left. */
+void sc_bin_flush(sc_thread_cache *cache, unsigned b, unsigned keep);
+/* sc_bin_push's full case: flushes half the bin, then keeps ptr. */
+void sc_bin_push_full(sc_thread_cache *cache, unsigned b, void *ptr);
+
+/* Keeps a freed region of binned class b for this thread's next
+ * allocation.  The full case is a tail call, so that the usual one needs
+ * no stack frame. */
+static inline void sc_bin_push(sc_thread_cache *cache, unsigned b, void *ptr) {
+  sc_bin *bin = &cache->bins[b];
+  unsigned count = bin->count;
+  if (__builtin_expect(count == SC_BIN_CAP, 0)) {
+    sc_bin_push_full(cache, b, ptr);
+    return;
+  }
+  bin->slots[count] = ptr;
+  bin->count = count + 1;
+}
+
+/* ---- arena_je.c ---- */
+/* An allocation of 1 .. sc_je_size_classes.max bytes that the thread's bin
+ * could not serve: one jemalloc call through the cache's tcache. */
+void *sc_je_alloc_miss(sc_arena *a, sc_thread_cache *cache, size_t sz);
 
 static inline sc_thread_cache *sc_thread_cache_get(sc_arena *a, uint64_t generation) {
   sc_thread_table *t = &sc_thread_caches;

@@ -20,20 +20,46 @@ SC_TLS sc_thread_table sc_thread_caches;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 
+static int class_size_read(const char *fmt, unsigned i, size_t *size) {
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, fmt, i);
+  if (je_mallctl(cmd, size, &(size_t){sizeof *size}, NULL, 0) != 0)
+    return sc_fail(EIO, "jemalloc does not report %s", cmd);
+  return 0;
+}
+
+/* Fills group_first and tagged_max from the large classes; leaves
+ * tagged_max at max (large frees then ask jemalloc for the size) unless
+ * every class up to it follows the four-per-doubling rule. */
+static void large_classes_index(sc_je_classes *c) {
+  c->tagged_max = c->max;
+  for (unsigned i = 0; i < c->nclasses; i++) {
+    size_t s = c->size[i];
+    unsigned lg = 64 - (unsigned)__builtin_clzl(s - 1);
+    if (lg >= 4 && s == ((size_t)1 << (lg - 1)) + ((size_t)1 << (lg - 3)))
+      c->group_first[lg] = (uint8_t)i;
+  }
+  size_t last = c->max;
+  for (unsigned i = c->nbins; i < c->nclasses; i++) {
+    c->tagged_max = c->size[i];
+    if (sc_class_in(c, c->size[i]) != i || sc_class_in(c, last + 1) != i)
+      break;
+    last = c->size[i];
+  }
+  c->tagged_max = last;
+}
+
 int sc_je_classes_init(void) {
   sc_je_classes c = {0};
-  unsigned nbins;
-  size_t len = sizeof nbins;
-  if (je_mallctl("arenas.nbins", &nbins, &len, NULL, 0) != 0)
+  unsigned nbins, nlextents;
+  if (je_mallctl("arenas.nbins", &nbins, &(size_t){sizeof nbins}, NULL, 0) != 0 ||
+      je_mallctl("arenas.nlextents", &nlextents, &(size_t){sizeof nlextents}, NULL, 0) != 0)
     return sc_fail(EIO, "jemalloc does not report its size classes (arenas.nbins)");
   size_t prev = 0;
   for (unsigned i = 0; i < nbins && i < SC_BINS_MAX; i++) {
-    char cmd[64];
     size_t size;
-    len = sizeof size;
-    snprintf(cmd, sizeof cmd, "arenas.bin.%u.size", i);
-    if (je_mallctl(cmd, &size, &len, NULL, 0) != 0)
-      return sc_fail(EIO, "jemalloc does not report %s", cmd);
+    if (class_size_read("arenas.bin.%u.size", i, &size) != 0)
+      return -1;
     if (size % 8 != 0 || size <= prev)
       return sc_fail(EIO, "jemalloc's small size class %u is %zu bytes: not a multiple of 8 "
                           "above the previous", i, size);
@@ -41,16 +67,32 @@ int sc_je_classes_init(void) {
       break; /* larger small classes go straight to jemalloc's tcache */
     for (size_t k = prev / 8; k < size / 8; k++)
       c.bin_of[k] = (uint8_t)i;
-    c.nbins = i + 1;
+    c.size[i] = size;
+    c.nbins = c.nclasses = i + 1;
     c.max = prev = size;
   }
+  /* Large classes follow the small ones only if every small one is binned. */
+  for (unsigned i = 0; c.nbins == nbins && i < nlextents && c.nclasses < SC_CLASSES_MAX; i++) {
+    if (class_size_read("arenas.lextent.%u.size", i, &c.size[c.nclasses]) != 0)
+      return -1;
+    c.nclasses++;
+  }
+  large_classes_index(&c);
   sc_je_size_classes = c; /* the same values at every sicm_init */
   return 0;
 }
 
-void sc_bin_flush(sc_bin *bin, int flag, unsigned keep) {
+void sc_bin_flush(sc_thread_cache *cache, unsigned b, unsigned keep) {
+  sc_bin *bin = &cache->bins[b];
+  size_t size = sc_je_size_classes.size[b];
   while (bin->count > keep)
-    je_dallocx(bin->slots[--bin->count], flag);
+    je_sdallocx(bin->slots[--bin->count], size, cache->flag);
+}
+
+void sc_bin_push_full(sc_thread_cache *cache, unsigned b, void *ptr) {
+  sc_bin_flush(cache, b, SC_BIN_CAP / 2);
+  sc_bin *bin = &cache->bins[b];
+  bin->slots[bin->count++] = ptr;
 }
 
 /* Thread exit: give back the bins and tcaches of arenas still alive. */
@@ -66,7 +108,7 @@ static void thread_caches_exit(void *table) {
      * that arena's (the slot may hold another kind of arena now). */
     if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == cache->generation) {
       for (unsigned b = 0; b < sc_je_size_classes.nbins; b++)
-        sc_bin_flush(&cache->bins[b], cache->flag, 0);
+        sc_bin_flush(cache, b, 0);
       if (cache->flag != MALLOCX_TCACHE_NONE) {
         sc_je_arena *je = sc_je_of(a);
         for (unsigned i = 0; i < je->ntcaches; i++)

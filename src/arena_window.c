@@ -14,6 +14,33 @@
 #include "arena.h"
 
 uint16_t sc_chunk_owner[SC_CHUNK_COUNT];
+uint8_t *sc_page_tags[SC_CHUNK_COUNT];
+
+#define PAGE_TAGS_SIZE (SC_CHUNK_SIZE >> SC_PAGE_TAG_SHIFT)
+
+/* Gives each chunk of a new private window its page tags.  Without them
+ * (no memory for the table) frees of the chunk take the slow path, which
+ * is correct; so this reports nothing. */
+static void page_tags_make(const sc_window *w) {
+  uintptr_t first = (uintptr_t)w->base >> SC_CHUNK_SHIFT;
+  for (uintptr_t c = first; c < first + w->size / SC_CHUNK_SIZE; c++) {
+    if (__atomic_load_n(&sc_page_tags[c], __ATOMIC_ACQUIRE) != NULL)
+      continue; /* cleared when its last window went */
+    void *tags = mmap(NULL, PAGE_TAGS_SIZE, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (tags != MAP_FAILED)
+      __atomic_store_n(&sc_page_tags[c], (uint8_t *)tags, __ATOMIC_RELEASE);
+  }
+}
+
+static void page_tags_clear(const sc_window *w) {
+  uintptr_t first = (uintptr_t)w->base >> SC_CHUNK_SHIFT;
+  for (uintptr_t c = first; c < first + w->size / SC_CHUNK_SIZE; c++) {
+    uint8_t *tags = __atomic_load_n(&sc_page_tags[c], __ATOMIC_ACQUIRE);
+    if (tags != NULL)
+      madvise(tags, PAGE_TAGS_SIZE, MADV_DONTNEED); /* reads as zero again */
+  }
+}
 
 int sc_window_contains(const sc_arena *a, uintptr_t p) {
   unsigned n = __atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE);
@@ -73,7 +100,9 @@ static int window_reserve(sc_arena *a, size_t min_size) {
     madvise(base, size, MADV_HUGEPAGE); /* advice: a kernel without THP keeps base pages */
   else if (a->flags & SICM_ARENA_NOHUGEPAGES)
     madvise(base, size, MADV_NOHUGEPAGE);
-  window_publish(a, &(sc_window){base, size, 0});
+  sc_window w = {base, size, 0};
+  page_tags_make(&w);
+  window_publish(a, &w);
   return 0;
 }
 
@@ -135,6 +164,7 @@ unsigned sc_window_snapshot(sc_arena *a, sc_window *out) {
 void sc_window_release_all(sc_arena *a) {
   for (unsigned i = 0; i < a->nwindows; i++) {
     window_set_owner(&a->windows[i], 0);
+    page_tags_clear(&a->windows[i]);
     munmap(a->windows[i].base, a->windows[i].size);
   }
   __atomic_store_n(&a->nwindows, 0, __ATOMIC_RELEASE);
