@@ -33,6 +33,17 @@ void BM_pair_sicm(benchmark::State &state) {
   }
 }
 
+// The same pair through the library's functions, as a program built with
+// SICM_NO_INLINE (or one that looks them up with dlsym) makes it.
+void BM_pair_sicm_call(benchmark::State &state) {
+  const size_t size = state.range(0);
+  for (auto _ : state) {
+    void *p = (sicm_arena_alloc)(shared_arena, size);
+    benchmark::DoNotOptimize(p);
+    (sicm_free)(p);
+  }
+}
+
 void BM_pair_malloc(benchmark::State &state) {
   const size_t size = state.range(0);
   for (auto _ : state) {
@@ -78,6 +89,7 @@ void BM_pair_memkind(benchmark::State &state) {
   BENCHMARK(fn)->Arg(64)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime()
 
 PAIR_BENCHMARK(BM_pair_sicm);
+PAIR_BENCHMARK(BM_pair_sicm_call);
 PAIR_BENCHMARK(BM_pair_malloc);
 #ifndef BENCH_GLIBC
 PAIR_BENCHMARK(BM_pair_lanl_tcache_none);

@@ -519,6 +519,72 @@ typedef struct sicm_heap_report {
  * not hold: sicm_error_detail() says which, and where). */
 SICM_API int sicm_arena_check(sicm_arena sa, sicm_heap_report *report);
 
+/* ---- The inline fast path ----
+ * sicm_arena_alloc() and sicm_free() calls compile, in a program built with
+ * GCC or Clang, to an inline check of this thread's front: the bins of the
+ * private arena the thread used last, which the library keeps up to date.
+ * A hit takes a region from a bin or puts one back, with no call; anything
+ * else calls the functions above, so behaviour and errors are theirs.
+ * Define SICM_NO_INLINE before including this header to always call them
+ * (taking their address, e.g. `&sicm_free`, always gives the function).
+ *
+ * The layout below is version 1 and is not for direct use.  The library
+ * exports its objects as sicm_front_v1 and sicm_epoch_v1; a library with
+ * another layout exports other names, so that a program built against
+ * this one fails to start rather than misreads it. */
+#define SICM_BIN_CAP_V1 32
+typedef struct sicm_bin_v1 {
+  unsigned count;
+  void *slots[SICM_BIN_CAP_V1];
+} sicm_bin_v1;
+typedef struct sicm_front_v1_t {
+  uintptr_t arena;            /* the handle served; 0: none */
+  uint64_t epoch;             /* sicm_epoch_v1 when it was set */
+  uintptr_t base, size;       /* addresses whose pages `tags` describes */
+  const uint8_t *tags;        /* per 4 KiB page: binned class + 1, or other */
+  size_t max;                 /* largest size the bins serve */
+  const uint8_t *class_of;    /* (size - 1) / 8 -> bin */
+  unsigned nbins;
+  sicm_bin_v1 *bins;
+} sicm_front_v1_t;
+#if defined(__GNUC__)
+SICM_API extern __thread sicm_front_v1_t sicm_front_v1;
+/* Advances whenever an arena is destroyed: a front set before is stale. */
+SICM_API extern uint64_t sicm_epoch_v1;
+#endif
+#if defined(__GNUC__) && !defined(SICM_NO_INLINE)
+
+static inline void *sicm_arena_alloc_inline_v1(sicm_arena sa, size_t sz) {
+  sicm_front_v1_t *f = &sicm_front_v1;
+  if ((uintptr_t)sa == f->arena && sz - 1 < f->max &&
+      f->epoch == __atomic_load_n(&sicm_epoch_v1, __ATOMIC_RELAXED)) {
+    sicm_bin_v1 *bin = &f->bins[f->class_of[(sz - 1) >> 3]];
+    if (bin->count > 0)
+      return bin->slots[--bin->count];
+  }
+  return (sicm_arena_alloc)(sa, sz);
+}
+
+static inline void sicm_free_inline_v1(void *ptr) {
+  sicm_front_v1_t *f = &sicm_front_v1;
+  uintptr_t offset = (uintptr_t)ptr - f->base;
+  if (offset < f->size && f->epoch == __atomic_load_n(&sicm_epoch_v1, __ATOMIC_RELAXED)) {
+    unsigned bin_index = f->tags[offset >> 12] - 1u;
+    if (bin_index < f->nbins) {
+      sicm_bin_v1 *bin = &f->bins[bin_index];
+      if (bin->count < SICM_BIN_CAP_V1) {
+        bin->slots[bin->count++] = ptr;
+        return;
+      }
+    }
+  }
+  (sicm_free)(ptr);
+}
+
+#define sicm_arena_alloc(sa, sz) sicm_arena_alloc_inline_v1((sa), (sz))
+#define sicm_free(ptr) sicm_free_inline_v1(ptr)
+#endif
+
 #ifdef __cplusplus
 }
 #endif

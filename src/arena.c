@@ -132,11 +132,18 @@ sicm_arena sc_arena_find(int (*match)(const sc_arena *a, const void *arg), const
   return found;
 }
 
+/* The header's inline fast path trusts a thread's front only while no
+ * arena has been destroyed since it was set; starts at 1, above a fresh
+ * front's 0. */
+SICM_API uint64_t sicm_epoch_v1 = 1;
+
 /* Caller holds arenas_lock. */
 static int arena_destroy_locked(sc_arena *a) {
   pthread_mutex_lock(&a->migrate_lock); /* an asynchronous migration finishes first */
   __atomic_store_n(&a->live_generation, 0, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&a->migrate_lock);
+  /* Before the arena's memory goes: a front that still names it is stale. */
+  __atomic_fetch_add(&sicm_epoch_v1, 1, __ATOMIC_RELEASE);
   int rc = a->ops->close(a);
   int err = errno;
   sc_window_release_all(a);

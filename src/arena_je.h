@@ -37,7 +37,7 @@ extern SC_TLS int sc_je_hook_failed;
  * of their size class in the same arena; misses go to an explicit jemalloc
  * tcache of that thread and arena (jemalloc's default tcache would mix
  * arenas). */
-#define SC_BIN_CAP 32
+#define SC_BIN_CAP SICM_BIN_CAP_V1
 #define SC_BINS_MAX 64
 #define SC_BIN_LOOKUP_MAX 16384         /* classes above this are not binned */
 
@@ -99,10 +99,8 @@ static inline unsigned sc_page_class(const void *p) {
   return v ? v - 1 : SC_CLASSES_MAX;
 }
 
-typedef struct sc_bin {
-  unsigned count;
-  void *slots[SC_BIN_CAP];
-} sc_bin;
+/* The bins are the public header's, which its inline fast path uses. */
+typedef sicm_bin_v1 sc_bin;
 
 typedef struct sc_thread_cache {
   uint64_t generation;                 /* of the arena it was filled for */
@@ -141,6 +139,11 @@ static inline void sc_bin_push(sc_thread_cache *cache, unsigned b, void *ptr) {
   bin->slots[count] = ptr;
   bin->count = count + 1;
 }
+
+/* ---- arena_je_fast.c ---- */
+/* This thread's front (sicm.h's sicm_front_v1, reached here through a
+ * hidden name so that the library's accesses stay within the module). */
+extern SC_TLS sicm_front_v1_t sc_front;
 
 /* ---- arena_je.c ---- */
 /* An allocation of 1 .. sc_je_size_classes.max bytes that the thread's bin

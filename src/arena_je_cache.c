@@ -98,6 +98,7 @@ void sc_bin_push_full(sc_thread_cache *cache, unsigned b, void *ptr) {
 /* Thread exit: give back the bins and tcaches of arenas still alive. */
 static void thread_caches_exit(void *table) {
   sc_thread_cache **caches = table;
+  sc_front = (sicm_front_v1_t){0}; /* it points into the caches */
   for (unsigned slot = 0; slot < sc_thread_caches.cap; slot++) {
     sc_thread_cache *cache = caches[slot];
     if (cache == NULL)

@@ -1,10 +1,42 @@
 /* arena_je_fast.c: sicm_arena_alloc and sicm_free, the two calls every
- * container makes, served from this thread's bins of a private arena when
- * they can be.  The handle (alloc) or the pointer's page tag and window
- * owner (free) lead straight to the bin: no call through the operations
- * table, no query to jemalloc.  Whatever the bins cannot serve goes to the
- * entry points of every kind in arena_alloc.c. */
+ * container makes, and the thread's front that the public header's inline
+ * fast path reads.  The functions serve this thread's bins of a private
+ * arena straight from the handle (alloc) or from the pointer's page tag
+ * and window owner (free): no call through the operations table, no query
+ * to jemalloc.  Whatever the bins cannot serve goes to the entry points of
+ * every kind in arena_alloc.c.  An allocation makes its arena the front,
+ * so that the caller's inline path serves the next ones. */
 #include "arena_je.h"
+
+SC_TLS sicm_front_v1_t sc_front;
+extern SC_TLS sicm_front_v1_t sicm_front_v1
+    __attribute__((alias("sc_front"), visibility("default")));
+
+/* Makes the cache of the arena with handle h this thread's front; left
+ * empty when the arena died meanwhile (the epoch is read first, so a
+ * destroy after the check leaves the front stale, not wrong). */
+static void front_set(sc_arena *a, uintptr_t h, sc_thread_cache *cache) {
+  uint64_t epoch = __atomic_load_n(&sicm_epoch_v1, __ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != cache->generation)
+    return;
+  uintptr_t base = 0, size = 0;
+  const uint8_t *tags = NULL;
+  if (__atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE) > 0) {
+    /* The first chunk of the first window: one table of tags covers it. */
+    base = (uintptr_t)a->windows[0].base;
+    tags = __atomic_load_n(&sc_page_tags[base >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
+    size = tags ? SC_CHUNK_SIZE : 0;
+  }
+  const sc_je_classes *c = &sc_je_size_classes;
+  sc_front = (sicm_front_v1_t){.arena = h, .epoch = epoch, .base = base, .size = size,
+                               .tags = tags, .max = c->max, .class_of = c->bin_of,
+                               .nbins = c->nbins, .bins = cache->bins};
+}
+
+static int front_is(uintptr_t h) {
+  return sc_front.arena == h && sc_front.size != 0 &&
+         sc_front.epoch == __atomic_load_n(&sicm_epoch_v1, __ATOMIC_RELAXED);
+}
 
 void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
   uintptr_t h = (uintptr_t)sa;
@@ -15,12 +47,15 @@ void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
     uint64_t generation = sc_handle_generation(sa);
     /* A cache exists only for a slot whose record exists; its generation
      * names the one private arena it was filled for, which must be live. */
+    sc_arena *a = sc_arena_slots[slot];
     if (cache != NULL && cache->generation == generation &&
-        __atomic_load_n(&sc_arena_slots[slot]->live_generation, __ATOMIC_ACQUIRE) == generation) {
+        __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == generation) {
+      if (!front_is(h))
+        front_set(a, h, cache);
       sc_bin *bin = &cache->bins[sc_size_class(sz)];
       if (bin->count > 0)
         return bin->slots[--bin->count];
-      return sc_je_alloc_miss(sc_arena_slots[slot], cache, sz);
+      return sc_je_alloc_miss(a, cache, sz);
     }
   }
   return sc_arena_alloc_any(sa, sz);

@@ -41,6 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The library defines the functions the header's inline fast path calls. */
+#define SICM_NO_INLINE
 #include "sicm.h"
 
 /* ---- errors (base.c) ---- */

@@ -1,6 +1,6 @@
 #!/bin/sh
-# exports.sh: libsicm.so exports exactly the functions its installed headers
-# declare — no internal symbol leaks out, and no declared function is missing.
+# exports.sh: libsicm.so exports exactly the functions and variables its
+# installed headers declare — no internal symbol leaks out, and no declared function is missing.
 # The declarations come from the compiler (-aux-info lists every prototype a
 # translation unit sees), so a declaration without SICM_API is caught too.
 set -eu
@@ -12,8 +12,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 printf '#include "sicm.h"\n' > "$tmp/all.c"
 ${CC:-cc} -fsyntax-only -aux-info "$tmp/aux" -I"$src/include" "$tmp/all.c"
-grep "$src/include/" "$tmp/aux" | sed -E 's/.*[ *]([A-Za-z_][A-Za-z0-9_]*) \(.*/\1/' | sort -u \
-  > "$tmp/declared"
+# Functions (the header's static inline ones are not exported), then the
+# variables the headers declare `SICM_API extern`.
+{ grep "$src/include/" "$tmp/aux" | grep -v ' static ' |
+    sed -E 's/.*[ *]([A-Za-z_][A-Za-z0-9_]*) \(.*/\1/'
+  cat "$src"/include/*.h | sed -nE 's/^SICM_API extern .*[ *]([A-Za-z_][A-Za-z0-9_]*);/\1/p'
+} | sort -u > "$tmp/declared"
 nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u > "$tmp/exported"
 
 status=0
