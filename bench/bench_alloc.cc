@@ -85,8 +85,13 @@ void BM_pair_memkind(benchmark::State &state) {
 }
 #endif
 
-#define PAIR_BENCHMARK(fn) \
-  BENCHMARK(fn)->Arg(64)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime()
+// Sizes of the table in BENCHMARKS.md: small (bins and tcache), large
+// (jemalloc's extents), and from 8 MiB (purged at every free).
+#define PAIR_BENCHMARK(fn)                                                      \
+  BENCHMARK(fn)                                                                 \
+      ->ArgsProduct({{16, 64, 1024, 4096, 32 << 10, 256 << 10, 1 << 20, 4 << 20, \
+                      8 << 20, 64 << 20}})                                      \
+      ->Threads(1)->Threads(2)->UseRealTime()
 
 PAIR_BENCHMARK(BM_pair_sicm);
 PAIR_BENCHMARK(BM_pair_sicm_call);

@@ -534,7 +534,7 @@ SICM_API int sicm_arena_check(sicm_arena sa, sicm_heap_report *report);
  * this one fails to start rather than misreads it. */
 #define SICM_BIN_CAP_V1 32
 typedef struct sicm_bin_v1 {
-  unsigned count;
+  unsigned count, limit;      /* limit <= SICM_BIN_CAP_V1 */
   void *slots[SICM_BIN_CAP_V1];
 } sicm_bin_v1;
 typedef struct sicm_front_v1_t {
@@ -572,7 +572,7 @@ static inline void sicm_free_inline_v1(void *ptr) {
     unsigned bin_index = f->tags[offset >> 12] - 1u;
     if (bin_index < f->nbins) {
       sicm_bin_v1 *bin = &f->bins[bin_index];
-      if (bin->count < SICM_BIN_CAP_V1) {
+      if (bin->count < bin->limit) {
         bin->slots[bin->count++] = ptr;
         return;
       }

@@ -179,6 +179,12 @@ static inline sc_arena *sc_window_owner(const void *p) {
     return NULL;
   return a;
 }
+/* 1 when private windows are mapped readable and writable from the start
+ * (commit is accounting only, decommit one madvise); 0 under strict
+ * overcommit (vm.overcommit_memory 2), where that would charge every
+ * window in full: windows are then PROT_NONE and commit opens pages with
+ * mprotect.  Read once. */
+int sc_window_pages_open(void);
 /* Makes [base, base + size) — mapped by the caller, base chunk-aligned —
  * the arena's one window, fully used. */
 void sc_window_adopt(sc_arena *a, void *base, size_t size);

@@ -7,6 +7,7 @@
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "arena_je.h"
 
@@ -14,7 +15,11 @@ _Static_assert(sizeof(sc_je_arena) <= SC_ARENA_KIND_DATA, "sc_je_arena outgrew k
 
 static int private_open(sc_arena *a, void *arg) {
   sc_je_arena *je = sc_je_of(a);
-  *je = (sc_je_arena){.arena = a};
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned target = cpus < 1 ? 1 : cpus > SC_SHARDS_MAX ? SC_SHARDS_MAX : (unsigned)cpus;
+  if (a->maxsize != 0 && a->maxsize < SC_SHARDS_MIN_MAXSIZE)
+    target = 1;
+  *je = (sc_je_arena){.arena = a, .shards_target = target};
   sc_je_hooks_init(&je->hooks);
   extent_hooks_t *hooks = &je->hooks;
   unsigned index;
@@ -23,7 +28,8 @@ static int private_open(sc_arena *a, void *arg) {
   if (err != 0) /* EAGAIN: its metadata did not fit maxsize, or no memory */
     return sc_fail(err == EAGAIN ? ENOMEM : err,
                    "jemalloc could not create the arena (maxsize %zu)", a->maxsize);
-  je->index = index;
+  je->shards[0] = index;
+  je->nshards = 1;
   return 0;
 }
 
@@ -31,10 +37,15 @@ static int private_close(sc_arena *a) {
   sc_je_arena *je = sc_je_of(a);
   /* Cached regions must go back before the arena, or they would outlive it. */
   sc_thread_caches_release(a);
-  char cmd[64];
-  snprintf(cmd, sizeof cmd, "arena.%u.destroy", je->index);
-  int err = je_mallctl(cmd, NULL, NULL, NULL, 0);
-  return err == 0 ? 0 : sc_fail(err, "jemalloc could not destroy arena %u", je->index);
+  int rc = 0;
+  for (unsigned i = 0; i < je->nshards; i++) {
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "arena.%u.destroy", je->shards[i]);
+    int err = je_mallctl(cmd, NULL, NULL, NULL, 0);
+    if (err != 0)
+      rc = sc_fail(err, "jemalloc could not destroy arena %u", je->shards[i]);
+  }
+  return rc;
 }
 
 static int size_check(size_t sz) {
@@ -59,9 +70,14 @@ static void *alloc_result(void *p, const sc_arena *a, size_t sz) {
                       __atomic_load_n(&a->held, __ATOMIC_RELAXED), a->maxsize);
 }
 
+/* Through the thread's cache and shard, or uncached from the first shard. */
+static int alloc_flags(sc_arena *a, const sc_thread_cache *cache) {
+  return cache ? cache->alloc_flags : (int)MALLOCX_ARENA(sc_je_of(a)->shards[0]) | MALLOCX_TCACHE_NONE;
+}
+
 void *sc_je_alloc_miss(sc_arena *a, sc_thread_cache *cache, size_t sz) {
   sc_je_hook_failed = 0;
-  void *p = je_mallocx(sz, (int)MALLOCX_ARENA(sc_je_of(a)->index) | cache->flag);
+  void *p = je_mallocx(sz, cache->alloc_flags);
   if (p != NULL)
     sc_page_class_set(p, sc_size_class(sz));
   return alloc_result(p, a, sz);
@@ -75,8 +91,7 @@ static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t a
   }
   if (size_check(sz) != 0)
     return NULL;
-  int flags = (int)MALLOCX_ARENA(sc_je_of(a)->index) |
-              (cache ? cache->flag : MALLOCX_TCACHE_NONE) | (align ? MALLOCX_ALIGN(align) : 0) |
+  int flags = alloc_flags(a, cache) | (align ? MALLOCX_ALIGN(align) : 0) |
               (zero ? MALLOCX_ZERO : 0);
   sc_je_hook_failed = 0;
   void *p = je_mallocx(sz, flags);
@@ -101,7 +116,7 @@ static void *private_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t
   if (size_check(sz) != 0)
     return NULL;
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);
-  int flags = (int)MALLOCX_ARENA(sc_je_of(a)->index) | (cache ? cache->flag : MALLOCX_TCACHE_NONE);
+  int flags = alloc_flags(a, cache);
   sc_je_hook_failed = 0;
   void *p = je_rallocx(ptr, sz, flags);
   if (p != NULL)
@@ -123,17 +138,29 @@ static int stat_read(unsigned index, const char *name, size_t *out) {
 }
 
 static int private_stats(sc_arena *a, sicm_arena_stats *out) {
-  unsigned index = sc_je_of(a)->index;
+  sc_je_arena *je = sc_je_of(a);
   uint64_t epoch = 1;
-  size_t small = 0, large = 0, pactive = 0;
-  if (je_mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch) != 0 ||
-      stat_read(index, "small.allocated", &small) != 0 ||
-      stat_read(index, "large.allocated", &large) != 0 ||
-      stat_read(index, "pactive", &pactive) != 0 ||
-      stat_read(index, "resident", &out->resident) != 0 ||
-      stat_read(index, "mapped", &out->mapped) != 0)
+  if (je_mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch) != 0)
     return sc_fail(EIO, "jemalloc statistics are unavailable (built without stats?)");
-  out->allocated = small + large;
+  *out = (sicm_arena_stats){0};
+  size_t pactive = 0;
+  pthread_mutex_lock(&a->kind_lock);
+  int rc = 0;
+  for (unsigned i = 0; i < je->nshards && rc == 0; i++) {
+    size_t small, large, pages, resident, mapped;
+    rc = stat_read(je->shards[i], "small.allocated", &small) |
+         stat_read(je->shards[i], "large.allocated", &large) |
+         stat_read(je->shards[i], "pactive", &pages) |
+         stat_read(je->shards[i], "resident", &resident) |
+         stat_read(je->shards[i], "mapped", &mapped);
+    out->allocated += small + large;
+    pactive += pages;
+    out->resident += resident;
+    out->mapped += mapped;
+  }
+  pthread_mutex_unlock(&a->kind_lock);
+  if (rc != 0)
+    return sc_fail(EIO, "jemalloc statistics are unavailable (built without stats?)");
   out->active = pactive * sc_page_size();
   out->held = __atomic_load_n(&a->held, __ATOMIC_RELAXED);
   out->maxsize = a->maxsize;

@@ -13,11 +13,24 @@
 
 #include "arena.h"
 
+/* An arena is served by up to this many jemalloc arenas ("shards"): the
+ * first made with it, the others as more threads use it, up to one per
+ * CPU, so that threads do not queue on one jemalloc arena's locks.  All
+ * share the hooks, hence the windows, placement, maxsize and migration. */
+#define SC_SHARDS_MAX 8
+/* Each shard's jemalloc metadata takes 2 MiB of the arena's maxsize, so an
+ * arena with a smaller maxsize than this keeps one. */
+#define SC_SHARDS_MIN_MAXSIZE ((size_t)256 << 20)
+
 /* The kind's data in sc_arena.kind_data. */
 typedef struct sc_je_arena {
   extent_hooks_t hooks;         /* first: the hooks receive &hooks */
   sc_arena *arena;
-  unsigned index;               /* jemalloc arena index */
+  /* jemalloc arena indices; shards[0] is set at creation and never
+   * changes, the rest grow under the record's kind_lock. */
+  unsigned nshards, shards_target;
+  unsigned shards[SC_SHARDS_MAX];
+  unsigned shard_threads[SC_SHARDS_MAX]; /* live threads using each */
   /* The explicit tcaches of the threads using the arena, so that destroy
    * can flush them all; under the record's kind_lock. */
   unsigned ntcaches, tcache_cap;
@@ -39,7 +52,7 @@ extern SC_TLS int sc_je_hook_failed;
  * arenas). */
 #define SC_BIN_CAP SICM_BIN_CAP_V1
 #define SC_BINS_MAX 64
-#define SC_BIN_LOOKUP_MAX 16384         /* classes above this are not binned */
+#define SC_BIN_LOOKUP_MAX 32768         /* classes above this are not binned (tcache_max) */
 
 #define SC_CLASSES_MAX 255                /* a page tag holds class + 1 */
 
@@ -105,6 +118,8 @@ typedef sicm_bin_v1 sc_bin;
 typedef struct sc_thread_cache {
   uint64_t generation;                 /* of the arena it was filled for */
   int flag;                            /* MALLOCX_TCACHE(tcache), or MALLOCX_TCACHE_NONE */
+  unsigned shard;                      /* position in the arena's shards */
+  int alloc_flags;                     /* flag | MALLOCX_ARENA(this thread's shard) */
   unsigned tcache;                     /* jemalloc's id of the explicit tcache */
   sc_bin bins[];                       /* sc_je_size_classes.nbins */
 } sc_thread_cache;
@@ -132,7 +147,7 @@ void sc_bin_push_full(sc_thread_cache *cache, unsigned b, void *ptr);
 static inline void sc_bin_push(sc_thread_cache *cache, unsigned b, void *ptr) {
   sc_bin *bin = &cache->bins[b];
   unsigned count = bin->count;
-  if (__builtin_expect(count == SC_BIN_CAP, 0)) {
+  if (__builtin_expect(count == bin->limit, 0)) {
     sc_bin_push_full(cache, b, ptr);
     return;
   }

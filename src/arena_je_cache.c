@@ -51,31 +51,29 @@ static void large_classes_index(sc_je_classes *c) {
 
 int sc_je_classes_init(void) {
   sc_je_classes c = {0};
-  unsigned nbins, nlextents;
-  if (je_mallctl("arenas.nbins", &nbins, &(size_t){sizeof nbins}, NULL, 0) != 0 ||
-      je_mallctl("arenas.nlextents", &nlextents, &(size_t){sizeof nlextents}, NULL, 0) != 0)
+  unsigned nsmall, nlarge;
+  if (je_mallctl("arenas.nbins", &nsmall, &(size_t){sizeof nsmall}, NULL, 0) != 0 ||
+      je_mallctl("arenas.nlextents", &nlarge, &(size_t){sizeof nlarge}, NULL, 0) != 0)
     return sc_fail(EIO, "jemalloc does not report its size classes (arenas.nbins)");
   size_t prev = 0;
-  for (unsigned i = 0; i < nbins && i < SC_BINS_MAX; i++) {
+  for (unsigned i = 0; i < nsmall + nlarge && c.nclasses < SC_CLASSES_MAX; i++) {
     size_t size;
-    if (class_size_read("arenas.bin.%u.size", i, &size) != 0)
+    if (i < nsmall ? class_size_read("arenas.bin.%u.size", i, &size)
+                   : class_size_read("arenas.lextent.%u.size", i - nsmall, &size))
       return -1;
     if (size % 8 != 0 || size <= prev)
-      return sc_fail(EIO, "jemalloc's small size class %u is %zu bytes: not a multiple of 8 "
+      return sc_fail(EIO, "jemalloc's size class %u is %zu bytes: not a multiple of 8 "
                           "above the previous", i, size);
-    if (size > SC_BIN_LOOKUP_MAX)
-      break; /* larger small classes go straight to jemalloc's tcache */
-    for (size_t k = prev / 8; k < size / 8; k++)
-      c.bin_of[k] = (uint8_t)i;
-    c.size[i] = size;
-    c.nbins = c.nclasses = i + 1;
-    c.max = prev = size;
-  }
-  /* Large classes follow the small ones only if every small one is binned. */
-  for (unsigned i = 0; c.nbins == nbins && i < nlextents && c.nclasses < SC_CLASSES_MAX; i++) {
-    if (class_size_read("arenas.lextent.%u.size", i, &c.size[c.nclasses]) != 0)
-      return -1;
-    c.nclasses++;
+    c.size[c.nclasses++] = size;
+    /* The bins serve the classes up to SC_BIN_LOOKUP_MAX, small or not;
+     * larger ones go straight to jemalloc's tcache or extents. */
+    if (size <= SC_BIN_LOOKUP_MAX && c.nbins == i && i < SC_BINS_MAX) {
+      for (size_t k = prev / 8; k < size / 8; k++)
+        c.bin_of[k] = (uint8_t)i;
+      c.nbins = i + 1;
+      c.max = size;
+    }
+    prev = size;
   }
   large_classes_index(&c);
   sc_je_size_classes = c; /* the same values at every sicm_init */
@@ -90,7 +88,7 @@ void sc_bin_flush(sc_thread_cache *cache, unsigned b, unsigned keep) {
 }
 
 void sc_bin_push_full(sc_thread_cache *cache, unsigned b, void *ptr) {
-  sc_bin_flush(cache, b, SC_BIN_CAP / 2);
+  sc_bin_flush(cache, b, cache->bins[b].limit / 2);
   sc_bin *bin = &cache->bins[b];
   bin->slots[bin->count++] = ptr;
 }
@@ -110,6 +108,7 @@ static void thread_caches_exit(void *table) {
     if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == cache->generation) {
       for (unsigned b = 0; b < sc_je_size_classes.nbins; b++)
         sc_bin_flush(cache, b, 0);
+      sc_je_of(a)->shard_threads[cache->shard]--;
       if (cache->flag != MALLOCX_TCACHE_NONE) {
         sc_je_arena *je = sc_je_of(a);
         for (unsigned i = 0; i < je->ntcaches; i++)
@@ -148,12 +147,38 @@ static int thread_table_reserve(unsigned slot) {
   return 0;
 }
 
-/* A new explicit tcache for the arena, registered for destroy, in *cache;
- * NONE past jemalloc's limit of about 4094 caches (correct, uncached). */
+/* The shard for a thread new to the arena: a new one while every shard
+ * has a live thread and the target allows (when jemalloc cannot make one —
+ * its limit of 4095 arenas — the arena stops growing), else the one with
+ * the fewest.  Caller holds kind_lock. */
+static unsigned shard_pick(sc_je_arena *je) {
+  unsigned best = 0;
+  for (unsigned i = 1; i < je->nshards; i++)
+    if (je->shard_threads[i] < je->shard_threads[best])
+      best = i;
+  if (je->shard_threads[best] > 0 && je->nshards < je->shards_target) {
+    unsigned index;
+    extent_hooks_t *hooks = &je->hooks;
+    if (je_mallctl("arenas.create", &index, &(size_t){sizeof index}, &hooks, sizeof hooks) == 0) {
+      best = je->nshards++;
+      je->shards[best] = index;
+    } else {
+      je->shards_target = je->nshards;
+    }
+  }
+  je->shard_threads[best]++;
+  return best;
+}
+
+/* A new explicit tcache for the arena, registered for destroy, and a
+ * shard, in *cache; NONE past jemalloc's limit of about 4094 caches
+ * (correct, uncached). */
 static void tcache_create(sc_arena *a, sc_thread_cache *cache) {
   sc_je_arena *je = sc_je_of(a);
   cache->flag = MALLOCX_TCACHE_NONE;
   pthread_mutex_lock(&a->kind_lock);
+  cache->shard = shard_pick(je);
+  unsigned shard = je->shards[cache->shard];
   if (je->ntcaches == je->tcache_cap) {
     unsigned cap = je->tcache_cap ? je->tcache_cap * 2 : 8;
     unsigned *grown = realloc(je->tcaches, cap * sizeof *grown);
@@ -170,6 +195,7 @@ static void tcache_create(sc_arena *a, sc_thread_cache *cache) {
     cache->flag = MALLOCX_TCACHE(id);
   }
   pthread_mutex_unlock(&a->kind_lock);
+  cache->alloc_flags = (int)MALLOCX_ARENA(shard) | cache->flag;
 }
 
 /* A miss is no failure: without a cache the arena serves uncached
@@ -187,6 +213,11 @@ sc_thread_cache *sc_thread_cache_slow(sc_arena *a, uint64_t generation) {
   }
   /* A cache of a destroyed arena: its regions died with it; drop them. */
   memset(cache, 0, size);
+  for (unsigned b = 0; b < sc_je_size_classes.nbins; b++) {
+    /* A thread keeps at most 256 KiB of a class, and 8 to SC_BIN_CAP regions. */
+    size_t limit = ((size_t)256 << 10) / sc_je_size_classes.size[b];
+    cache->bins[b].limit = limit < 8 ? 8 : limit > SC_BIN_CAP ? SC_BIN_CAP : (unsigned)limit;
+  }
   cache->generation = generation;
   tcache_create(a, cache);
   return cache;

@@ -1,6 +1,7 @@
 /* arena_je_hooks.c: the jemalloc extent hooks of every private arena.
- * They carve extents from the arena's windows, open and close pages with
- * mprotect, and count committed bytes against the arena's maxsize.  They
+ * They carve extents from the arena's windows, count committed bytes
+ * against the arena's maxsize (decommit gives the pages back with one
+ * madvise; mprotect only under strict overcommit, see arena.h).  They
  * never call mallctl (that deadlocks inside arenas.create and
  * arena.<i>.destroy).  jemalloc turns a failed hook into NULL without a
  * cause, so a hook that fails describes why (sc_fail) and raises
@@ -42,7 +43,7 @@ static void held_release(sc_arena *a, size_t len) {
 }
 
 static bool pages_open(void *addr, size_t len) {
-  if (mprotect(addr, len, PROT_READ | PROT_WRITE) == 0)
+  if (sc_window_pages_open() || mprotect(addr, len, PROT_READ | PROT_WRITE) == 0)
     return true;
   sc_fail(errno, "mprotect could not open %zu bytes of the window: %s", len, strerror(errno));
   return hook_fail();
@@ -97,8 +98,11 @@ static bool hook_commit(extent_hooks_t *hooks, void *addr, size_t size, size_t o
 static bool hook_decommit(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                           size_t length, unsigned arena_ind) {
   char *p = (char *)addr + offset;
-  /* Never munmap inside a window: a hole would break range-wide mbind. */
-  if (madvise(p, length, MADV_DONTNEED) != 0 || mprotect(p, length, PROT_NONE) != 0)
+  /* Never munmap inside a window: a hole would break range-wide mbind.
+   * The pages read as zero afterwards, as jemalloc expects of decommitted
+   * memory that it commits again. */
+  if (madvise(p, length, MADV_DONTNEED) != 0 ||
+      (!sc_window_pages_open() && mprotect(p, length, PROT_NONE) != 0))
     return true;
   held_release(hooks_arena(hooks), length);
   return false;

@@ -1,13 +1,14 @@
-/* arena_window.c: address windows.  A private arena owns large PROT_NONE,
- * NORESERVE reservations, bound once to the arena's nodes; jemalloc's
- * extents are carved from their bottom and opened with mprotect, so every
- * piece inherits the binding, and the pages of the arena are always a few
+/* arena_window.c: address windows.  A private arena owns large NORESERVE
+ * reservations (PROT_NONE under strict overcommit), bound once to the
+ * arena's nodes; jemalloc's extents are carved from their bottom (and
+ * opened with mprotect when PROT_NONE), so every piece inherits the binding, and the pages of the arena are always a few
  * known ranges (what migration moves).  A shared arena adopts its segment
  * as its one window.  A table indexed by 16 GiB chunk maps any address to
  * its arena without a lock. */
 #include <errno.h>
 #include <stdbool.h>
 #include <numaif.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -69,6 +70,25 @@ static void window_publish(sc_arena *a, const sc_window *w) {
   __atomic_store_n(&a->nwindows, a->nwindows + 1, __ATOMIC_RELEASE);
 }
 
+static int pages_open;
+static pthread_once_t pages_open_once = PTHREAD_ONCE_INIT;
+
+static void pages_open_read(void) {
+  FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+  int mode = 0;
+  if (f != NULL) {
+    if (fscanf(f, "%d", &mode) != 1)
+      mode = 2; /* unreadable: assume the strict mode, which is always correct */
+    fclose(f);
+  }
+  pages_open = mode != 2;
+}
+
+int sc_window_pages_open(void) {
+  pthread_once(&pages_open_once, pages_open_read);
+  return pages_open;
+}
+
 /* Reserves a new window of at least min_size bytes; 0 or -1 with errno. */
 static int window_reserve(sc_arena *a, size_t min_size) {
   if (a->nwindows == SC_WINDOWS_MAX)
@@ -77,7 +97,8 @@ static int window_reserve(sc_arena *a, size_t min_size) {
     return sc_fail(ENOMEM, "%zu bytes exceed any window", min_size);
   size_t size = sc_round_up(min_size > SC_CHUNK_SIZE ? min_size : SC_CHUNK_SIZE, SC_CHUNK_SIZE);
   size_t span = size + SC_CHUNK_SIZE;
-  char *raw = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  int prot = sc_window_pages_open() ? PROT_READ | PROT_WRITE : PROT_NONE;
+  char *raw = mmap(NULL, span, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED)
     return sc_fail(ENOMEM, "no %zu bytes of address space for a window: %s", span,
                    strerror(errno));

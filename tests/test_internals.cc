@@ -1,10 +1,14 @@
 // test_internals.cc: white-box tests of what the public API only shows
-// indirectly — jemalloc's size classes as libsicm reads them, the shared
-// heap's size classes, and the configuration-file parser.  Linked with the
+// indirectly — jemalloc's size classes as libsicm reads them, an arena's
+// shards, the shared heap's size classes, and the configuration-file parser.  Linked with the
 // convenience library, not libsicm.so.
 #include <errno.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "sicm_test.h"
 
@@ -19,31 +23,69 @@ using sicm_test::TempFile;
 
 namespace {
 
-size_t BinSize(unsigned bin) {
-  size_t size = 0, len = sizeof size;
-  std::string cmd = "arenas.bin." + std::to_string(bin) + ".size";
-  EXPECT_EQ(0, je_mallctl(cmd.c_str(), &size, &len, nullptr, 0)) << cmd;
-  return size;
-}
-
-TEST(SizeClasses, MatchWhatJemallocReportsAndServes) {
+// Every size goes to the class jemalloc itself rounds it up to: binned
+// ones through the lookup table, larger ones through the four-per-doubling
+// rule that page tags rely on.
+TEST(SizeClasses, MatchWhatJemallocServes) {
   ASSERT_EQ(0, sc_je_classes_init()) << sicm_error_detail();
   const sc_je_classes &c = sc_je_size_classes;
-  unsigned nbins = 0;
-  size_t len = sizeof nbins;
-  ASSERT_EQ(0, je_mallctl("arenas.nbins", &nbins, &len, nullptr, 0));
   ASSERT_GT(c.nbins, 0u);
-  ASSERT_LE(c.nbins, nbins);
-  EXPECT_EQ(BinSize(c.nbins - 1), c.max);
-  if (c.nbins < nbins) EXPECT_GT(BinSize(c.nbins), (size_t)SC_BIN_LOOKUP_MAX);
-  // Every size goes to the smallest class that holds it, the one jemalloc
-  // itself rounds it up to.
+  ASSERT_LE(c.nbins, c.nclasses);
+  EXPECT_EQ(c.size[c.nbins - 1], c.max);
+  EXPECT_LE(c.max, (size_t)SC_BIN_LOOKUP_MAX);
+  if (c.nbins < c.nclasses) EXPECT_GT(c.size[c.nbins], (size_t)SC_BIN_LOOKUP_MAX);
   for (size_t size = 1; size <= c.max; size++) {
     unsigned bin = sc_size_class(size);
     ASSERT_LT(bin, c.nbins) << size;
-    ASSERT_GE(BinSize(bin), size) << size;
-    if (bin > 0) ASSERT_LT(BinSize(bin - 1), size) << size;
-    ASSERT_EQ(je_nallocx(size, 0), BinSize(bin)) << size;
+    ASSERT_EQ(je_nallocx(size, 0), c.size[bin]) << size;
+    ASSERT_EQ(bin, sc_class_of(size)) << size;
+  }
+  EXPECT_GE(c.tagged_max, (size_t)1 << 30) << "large classes must be tagged well past 1 GiB";
+  for (unsigned i = c.nbins; i < c.nclasses && c.size[i] <= c.tagged_max; i++) {
+    for (size_t size : {c.size[i - 1] + 1, (c.size[i - 1] + c.size[i]) / 2, c.size[i]}) {
+      ASSERT_EQ(i, sc_class_of(size)) << size;
+      ASSERT_EQ(je_nallocx(size, 0), c.size[i]) << size;
+    }
+  }
+  EXPECT_EQ((unsigned)SC_CLASSES_MAX, sc_class_of(c.tagged_max + 1));
+}
+
+// Threads that use an arena at the same time get jemalloc arenas of their
+// own, up to one per CPU; a small maxsize keeps one (each costs 2 MiB).
+TEST(Shards, ConcurrentThreadsGetTheirOwnUpToOnePerCpu) {
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  sicm_device *dev = sicm_device_of_node(sicm_node_self(), 0);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned expect = cpus > SC_SHARDS_MAX ? SC_SHARDS_MAX : (unsigned)cpus;
+  for (size_t maxsize : {(size_t)0, (size_t)16 << 20}) {
+    sicm_arena sa = sicm_arena_create(maxsize, dev);
+    ASSERT_NE(nullptr, sa);
+    const unsigned nthreads = expect + 1;
+    std::atomic<unsigned> ready{0};
+    std::vector<std::thread> threads;
+    std::vector<void *> blocks(nthreads);
+    for (unsigned t = 0; t < nthreads; t++)
+      threads.emplace_back([&, t] {
+        ready++;
+        while (ready < nthreads) std::this_thread::yield();
+        blocks[t] = sicm_arena_alloc(sa, 1 << 20);
+        ready++;
+        while (ready < 2 * nthreads) std::this_thread::yield(); // none exits early
+      });
+    for (auto &th : threads) th.join();
+    uint64_t generation;
+    sc_arena *a = sc_arena_of_ptr(blocks[0], &generation);
+    ASSERT_NE(nullptr, a);
+    EXPECT_EQ(maxsize ? 1u : expect, sc_je_of(a)->nshards) << "maxsize " << maxsize;
+    sicm_arena_stats st;
+    ASSERT_EQ(0, sicm_arena_stats_get(sa, &st));
+    EXPECT_GE(st.allocated, nthreads * (size_t)(1 << 20)) << "statistics miss a shard";
+    for (void *p : blocks) {
+      EXPECT_EQ(sa, sicm_arena_lookup(p));
+      sicm_free(p);
+    }
+    EXPECT_EQ(0, sicm_arena_destroy(sa));
   }
 }
 

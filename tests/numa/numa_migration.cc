@@ -78,6 +78,45 @@ TEST_F(Migration, MovesEveryPageAndKeepsEveryByte) {
 
 // A writer allocates, fills and frees checksummed blocks while the arena
 // moves 0 -> 2 -> 3 -> 0 three times; no byte may change.
+// Threads using one arena at once are served by several jemalloc arenas
+// (one per CPU): every one's pages are on the arena's device and move with
+// it, metadata included.
+TEST_F(Migration, ConcurrentThreadsShardsAreOnTheDeviceAndMove) {
+  sicm_arena a = sicm_arena_create(0, Dev(0));
+  ASSERT_NE(nullptr, a);
+  const int nthreads = 4;
+  std::vector<std::vector<std::pair<unsigned char *, size_t>>> blocks(nthreads);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < nthreads; t++)
+    threads.emplace_back([&, t] {
+      ready++;
+      while (ready < nthreads) std::this_thread::yield(); // all alive at once
+      for (size_t size : {64ul, 4096ul, 256ul << 10, 4ul << 20}) {
+        unsigned char *p = (unsigned char *)sicm_arena_alloc(a, size);
+        if (p == nullptr) return;
+        memset(p, t + 1, size);
+        blocks[t].push_back({p, size});
+      }
+    });
+  for (auto &th : threads) th.join();
+  for (int target : {0, 2}) {
+    if (target != 0) ASSERT_EQ(0, sicm_arena_set_device(a, Dev(target))) << sicm_error_detail();
+    for (int t = 0; t < nthreads; t++) {
+      ASSERT_EQ(4u, blocks[t].size()) << "thread " << t;
+      for (auto &b : blocks[t]) {
+        EXPECT_EQ(0u, PagesNotOn(b.first, b.second, target))
+            << "thread " << t << ", " << b.second << " bytes, node " << target;
+        EXPECT_EQ(t + 1, b.first[b.second - 1]);
+      }
+    }
+    EXPECT_TRUE(AllOn(a, target));
+  }
+  for (auto &v : blocks)
+    for (auto &b : v) sicm_free(b.first);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
 TEST_F(Migration, WriterThreadKeepsItsDataThroughRepeatedMoves) {
   sicm_arena a = sicm_arena_create(0, Dev(0));
   ASSERT_NE(nullptr, a);
