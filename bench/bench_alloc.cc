@@ -1,15 +1,20 @@
-// bench_alloc.cc: the cost of an alloc+free pair and of a pointer lookup,
-// libsicm against its peers in the same run.  Built twice: bench_alloc
-// (jemalloc is the process malloc; peers jemalloc, memkind,
-// numa_alloc_onnode, and lanl/SICM's uncached-arena approach) and
-// bench_alloc_glibc (glibc is the process malloc).
+// bench_alloc.cc: the cost of allocation — a pair at sizes from 16 B to
+// 64 MiB, random sizes among 10,000 live blocks, blocks handed from one
+// thread to another — and of a pointer lookup, libsicm against its peers in
+// the same run: jemalloc (the process malloc), tcmalloc, mimalloc and glibc
+// (loaded by name), memkind, numa_alloc_onnode, and lanl/SICM's
+// uncached-arena approach.
 #include <benchmark/benchmark.h>
 #include <jemalloc/jemalloc.h>
 #include <numa.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <dlfcn.h>
+
+#include <atomic>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "sicm.h"
@@ -20,40 +25,161 @@
 namespace {
 
 sicm_arena shared_arena;     // one arena shared by every benchmark thread
-#ifndef BENCH_GLIBC
 unsigned lanl_arena_index;   // a plain jemalloc arena, used uncached as lanl/SICM does
+
+// The allocators compared, each a pair of calls.  Peers that are not the
+// process malloc are loaded with dlopen (RTLD_LOCAL), so each serves only
+// the calls made to it by name; a missing one is left out of the run.
+struct Sicm {  // through the header's inline fast path
+  static void *alloc(size_t n) { return sicm_arena_alloc(shared_arena, n); }
+  static void release(void *p) { sicm_free(p); }
+};
+struct SicmCall {  // the library's functions, as with SICM_NO_INLINE or dlsym
+  static void *alloc(size_t n) { return (sicm_arena_alloc)(shared_arena, n); }
+  static void release(void *p) { (sicm_free)(p); }
+};
+struct Malloc {  // the process's malloc: jemalloc
+  static void *alloc(size_t n) { return malloc(n); }
+  static void release(void *p) { free(p); }
+};
+#ifdef BENCH_MEMKIND
+struct Memkind {
+  static void *alloc(size_t n) { return memkind_malloc(MEMKIND_DEFAULT, n); }
+  static void release(void *p) { memkind_free(MEMKIND_DEFAULT, p); }
+};
 #endif
+struct Loaded {
+  const char *name, *library, *alloc_symbol, *free_symbol;
+  void *(*alloc)(size_t);
+  void (*release)(void *);
+};
+Loaded loaded[] = {
+    {"tcmalloc", "libtcmalloc_minimal.so.4", "tc_malloc", "tc_free", nullptr, nullptr},
+    {"mimalloc", "libmimalloc.so.2", "mi_malloc", "mi_free", nullptr, nullptr},
+    {"glibc", "libc.so.6", "__libc_malloc", "__libc_free", nullptr, nullptr},
+};
+template <int I>
+struct Peer {
+  static void *alloc(size_t n) { return loaded[I].alloc(n); }
+  static void release(void *p) { loaded[I].release(p); }
+};
 
-void BM_pair_sicm(benchmark::State &state) {
+template <class A>
+void BM_pair(benchmark::State &state) {
   const size_t size = state.range(0);
   for (auto _ : state) {
-    void *p = sicm_arena_alloc(shared_arena, size);
+    void *p = A::alloc(size);
     benchmark::DoNotOptimize(p);
-    sicm_free(p);
+    A::release(p);
   }
 }
 
-// The same pair through the library's functions, as a program built with
-// SICM_NO_INLINE (or one that looks them up with dlsym) makes it.
-void BM_pair_sicm_call(benchmark::State &state) {
-  const size_t size = state.range(0);
+// 10,000 live blocks of random sizes (16 B - 4 KiB); each iteration frees
+// one at random and allocates its replacement.
+template <class A>
+void BM_random(benchmark::State &state) {
+  const size_t live = 10000;
+  std::mt19937 rng(state.thread_index() + 1);
+  std::uniform_int_distribution<size_t> size_of(16, 4096);
+  std::vector<size_t> sizes(1 << 16), slots(1 << 16);
+  for (auto &s : sizes) s = size_of(rng);
+  for (auto &s : slots) s = rng() % live;
+  std::vector<void *> blocks(live);
+  for (size_t i = 0; i < live; i++) blocks[i] = A::alloc(sizes[i]);
+  size_t k = 0;
   for (auto _ : state) {
-    void *p = (sicm_arena_alloc)(shared_arena, size);
+    const size_t i = slots[k & 0xffff];
+    A::release(blocks[i]);
+    void *p = A::alloc(sizes[k & 0xffff]);
+    // Not DoNotOptimize(blocks[i]): GCC 12 drops the store to blocks[i]
+    // around Google Benchmark 1.7's "+m,r" asm (seen here), freeing
+    // blocks twice.
     benchmark::DoNotOptimize(p);
-    (sicm_free)(p);
+    blocks[i] = p;
+    k++;
+  }
+  for (void *p : blocks) A::release(p);
+}
+
+// Thread 0 allocates 64-byte blocks and hands them to thread 1, which
+// frees them: every free is of another thread's block.
+struct Handoff {
+  static constexpr size_t kSize = 1024;
+  std::atomic<size_t> head{0}, tail{0};
+  void *ring[kSize];
+};
+Handoff handoff;
+
+template <class A>
+void BM_handoff(benchmark::State &state) {
+  if (state.thread_index() == 0) {
+    handoff.head = 0;
+    handoff.tail = 0;
+  }
+  for (auto _ : state) {
+    if (state.thread_index() == 0) {
+      void *p = A::alloc(64);
+      size_t h = handoff.head.load(std::memory_order_relaxed);
+      while (h - handoff.tail.load(std::memory_order_acquire) == Handoff::kSize) {}
+      handoff.ring[h % Handoff::kSize] = p;
+      handoff.head.store(h + 1, std::memory_order_release);
+    } else {
+      size_t t = handoff.tail.load(std::memory_order_relaxed);
+      while (handoff.head.load(std::memory_order_acquire) == t) {}
+      void *p = handoff.ring[t % Handoff::kSize];
+      handoff.tail.store(t + 1, std::memory_order_release);
+      A::release(p);
+    }
   }
 }
 
-void BM_pair_malloc(benchmark::State &state) {
-  const size_t size = state.range(0);
-  for (auto _ : state) {
-    void *p = malloc(size);
-    benchmark::DoNotOptimize(p);
-    free(p);
+// Sizes of the table in BENCHMARKS.md: small (bins and tcache), large
+// (jemalloc's extents), and from 8 MiB (purged at every free).
+void PairSizes(benchmark::internal::Benchmark *b) {
+  for (long size : {16l, 64l, 1024l, 4096l, 32l << 10, 256l << 10, 1l << 20, 4l << 20,
+                    8l << 20, 64l << 20})
+    b->Arg(size);
+  b->Threads(1)->Threads(2)->UseRealTime();
+}
+
+template <class A>
+void Register(const char *name, bool all_sizes = true) {
+  std::string n(name);
+  auto *pair = benchmark::RegisterBenchmark(("BM_pair_" + n).c_str(), BM_pair<A>);
+  if (all_sizes)
+    pair->Apply(PairSizes);
+  else
+    pair->Arg(64)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();
+  benchmark::RegisterBenchmark(("BM_random_" + n).c_str(), BM_random<A>)
+      ->Threads(1)->Threads(2)->UseRealTime();
+  benchmark::RegisterBenchmark(("BM_handoff_" + n).c_str(), BM_handoff<A>)
+      ->Threads(2)->UseRealTime();
+}
+
+void RegisterAll() {
+  Register<Sicm>("sicm");
+  Register<SicmCall>("sicm_call", false);
+  Register<Malloc>("malloc");
+#ifdef BENCH_MEMKIND
+  Register<Memkind>("memkind", false);
+#endif
+  for (auto &l : loaded) {
+    void *h = dlopen(l.library, RTLD_NOW | RTLD_LOCAL);
+    if (h != nullptr) {
+      l.alloc = (void *(*)(size_t))dlsym(h, l.alloc_symbol);
+      l.release = (void (*)(void *))dlsym(h, l.free_symbol);
+    }
+    if (l.alloc == nullptr || l.release == nullptr) {
+      fprintf(stderr, "bench_alloc: peer %s not available (%s); left out\n", l.name, l.library);
+      continue;
+    }
+    const int i = (int)(&l - loaded);
+    if (i == 0) Register<Peer<0>>(l.name, false);
+    if (i == 1) Register<Peer<1>>(l.name, false);
+    if (i == 2) Register<Peer<2>>(l.name, false);
   }
 }
 
-#ifndef BENCH_GLIBC
 void BM_pair_lanl_tcache_none(benchmark::State &state) {
   const size_t size = state.range(0);
   const int flags = MALLOCX_ARENA(lanl_arena_index) | MALLOCX_TCACHE_NONE;
@@ -63,6 +189,7 @@ void BM_pair_lanl_tcache_none(benchmark::State &state) {
     dallocx(p, MALLOCX_TCACHE_NONE);
   }
 }
+BENCHMARK(BM_pair_lanl_tcache_none)->Arg(64)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();
 
 void BM_pair_numa_alloc_onnode(benchmark::State &state) {
   const size_t size = state.range(0);
@@ -72,39 +199,8 @@ void BM_pair_numa_alloc_onnode(benchmark::State &state) {
     numa_free(p, size);
   }
 }
-#endif
+BENCHMARK(BM_pair_numa_alloc_onnode)->Arg(64)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();
 
-#ifdef BENCH_MEMKIND
-void BM_pair_memkind(benchmark::State &state) {
-  const size_t size = state.range(0);
-  for (auto _ : state) {
-    void *p = memkind_malloc(MEMKIND_DEFAULT, size);
-    benchmark::DoNotOptimize(p);
-    memkind_free(MEMKIND_DEFAULT, p);
-  }
-}
-#endif
-
-// Sizes of the table in BENCHMARKS.md: small (bins and tcache), large
-// (jemalloc's extents), and from 8 MiB (purged at every free).
-#define PAIR_BENCHMARK(fn)                                                      \
-  BENCHMARK(fn)                                                                 \
-      ->ArgsProduct({{16, 64, 1024, 4096, 32 << 10, 256 << 10, 1 << 20, 4 << 20, \
-                      8 << 20, 64 << 20}})                                      \
-      ->Threads(1)->Threads(2)->UseRealTime()
-
-PAIR_BENCHMARK(BM_pair_sicm);
-PAIR_BENCHMARK(BM_pair_sicm_call);
-PAIR_BENCHMARK(BM_pair_malloc);
-#ifndef BENCH_GLIBC
-PAIR_BENCHMARK(BM_pair_lanl_tcache_none);
-PAIR_BENCHMARK(BM_pair_numa_alloc_onnode);
-#endif
-#ifdef BENCH_MEMKIND
-PAIR_BENCHMARK(BM_pair_memkind);
-#endif
-
-#ifndef BENCH_GLIBC
 // Pointer -> arena with N live arenas, pointers drawn from all of them.
 void BM_lookup_sicm(benchmark::State &state) {
   const int narenas = state.range(0);
@@ -139,7 +235,6 @@ void BM_lookup_jemalloc_mallctl(benchmark::State &state) {
   free(p);
 }
 BENCHMARK(BM_lookup_jemalloc_mallctl);
-#endif
 
 }  // namespace
 
@@ -153,9 +248,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "sicm_arena_create: %s\n", sicm_error_detail());
     return 1;
   }
-#ifdef BENCH_GLIBC
-  benchmark::AddCustomContext("process_malloc", "glibc");
-#else
   size_t len = sizeof lanl_arena_index;
   if (mallctl("arenas.create", &lanl_arena_index, &len, nullptr, 0) != 0) {
     fprintf(stderr, "bench_alloc: arenas.create failed\n");
@@ -174,7 +266,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   benchmark::AddCustomContext("process_malloc", "jemalloc");
-#endif
+  RegisterAll();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

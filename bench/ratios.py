@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""ratios.py: turns the JSON of bench_alloc and bench_alloc_glibc into the
-ratio table of BENCHMARKS.md (each ratio from benchmarks of one run)."""
+"""ratios.py: turns the JSON of bench_alloc into the
+tables of BENCHMARKS.md, each ratio from benchmarks of one run: the
+alloc+free pair by size, random sizes among 10,000 live blocks, blocks
+handed from one thread to another, and pointer lookups."""
 import json
 import sys
 
@@ -16,28 +18,37 @@ def load(paths):
                 continue
             name = b["run_name"] if "run_name" in b else b["name"]
             name = name.replace("/real_time", "")
-            if name.startswith("BM_pair_malloc"):
-                name = name.replace("BM_pair_malloc", "BM_pair_malloc_" + label)
-            times[name] = b["real_time"] if "real_time" in b else b["cpu_time"]
+            name = name.replace("_malloc", "_malloc_" + label, 1) if "_malloc" in name else name
+            times[name] = b["real_time"] * {"ns": 1, "us": 1e3, "ms": 1e6}[b.get("time_unit", "ns")]
     return times
+
+
+PEERS = ["sicm_call", "tcmalloc", "mimalloc", "glibc", "memkind"]
+
+
+def row(t, bench, suffix, label):
+    s, j = t.get(f"{bench}_sicm{suffix}"), t.get(f"{bench}_malloc_jemalloc{suffix}")
+    fmt = lambda v: "-" if v is None else (f"{v:.1f}" if v < 1000 else f"{v:,.0f}")
+    ratio = lambda a: "-" if a is None or j is None else f"{a / j:.2f}x"
+    cells = [label, fmt(s), fmt(j), f"**{ratio(s)}**"] + [ratio(t.get(f"{bench}_{p}{suffix}")) for p in PEERS]
+    return "| " + " | ".join(cells) + " |"
 
 
 def main():
     t = load(sys.argv[1:])
-    out = ["| size | threads | sicm ns | jemalloc malloc ns | sicm / jemalloc | glibc ns | memkind ns | lanl TCACHE_NONE / jemalloc | numa_alloc_onnode / jemalloc |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for size in (64, 4096):
+    head = ("| {} | sicm ns | jemalloc malloc ns | sicm / jemalloc | "
+            + " | ".join(p + " / jemalloc" for p in PEERS) + " |")
+    rule = "|" + "---|" * (4 + len(PEERS))
+    out = [head.format("size, threads"), rule]
+    for size in (16, 64, 1024, 4096, 32 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 64 << 20):
         for threads in (1, 2):
-            key = lambda fn: f"{fn}/{size}/threads:{threads}"
-            s, j = t.get(key("BM_pair_sicm")), t.get(key("BM_pair_malloc_jemalloc"))
-            g, m = t.get(key("BM_pair_malloc_glibc")), t.get(key("BM_pair_memkind"))
-            lanl, numa = t.get(key("BM_pair_lanl_tcache_none")), t.get(key("BM_pair_numa_alloc_onnode"))
-            fmt = lambda v: "-" if v is None else f"{v:.1f}"
-            ratio = lambda a, b: "-" if a is None or b is None else f"{a / b:.2f}x"
-            out.append(f"| {size} | {threads} | {fmt(s)} | {fmt(j)} | **{ratio(s, j)}** | {fmt(g)} | {fmt(m)} | {ratio(lanl, j)} | {ratio(numa, j)} |")
-    out.append("")
-    out.append("| live arenas | sicm_arena_lookup ns |")
-    out.append("|---|---|")
+            label = f"{size} B" if size < 1024 else f"{size >> 10} KiB" if size < 1 << 20 else f"{size >> 20} MiB"
+            out.append(row(t, "BM_pair", f"/{size}/threads:{threads}", f"{label}, {threads}"))
+    out += ["", head.format("pattern, threads"), rule]
+    out.append(row(t, "BM_random", "/threads:1", "random 16 B-4 KiB, 10,000 live, 1"))
+    out.append(row(t, "BM_random", "/threads:2", "random 16 B-4 KiB, 10,000 live, 2"))
+    out.append(row(t, "BM_handoff", "/threads:2", "64 B allocated by one thread, freed by another"))
+    out += ["", "| live arenas | sicm_arena_lookup ns |", "|---|---|"]
     for n in (1, 10, 100, 1000):
         v = t.get(f"BM_lookup_sicm/{n}")
         out.append(f"| {n} | {'-' if v is None else f'{v:.2f}'} |")
