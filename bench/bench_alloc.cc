@@ -9,6 +9,7 @@
 #include <numa.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <dlfcn.h>
 
@@ -133,6 +134,19 @@ void BM_handoff(benchmark::State &state) {
   }
 }
 
+// `bench_alloc --count-pairs` runs kCountedPairs 64-byte pairs per
+// allocator in CountPairs<A>, for callgrind to count instructions per pair
+// (`make bench-instructions`): Google Benchmark's own runs vary in number.
+constexpr long kCountedPairs = 100000;
+template <class A>
+__attribute__((noinline)) void CountPairs() {
+  for (long i = 0; i < kCountedPairs; i++) {
+    void *p = A::alloc(64);
+    benchmark::DoNotOptimize(p);
+    A::release(p);
+  }
+}
+
 // Sizes of the table in BENCHMARKS.md: small (bins and tcache), large
 // (jemalloc's extents), and from 8 MiB (purged at every free).
 void PairSizes(benchmark::internal::Benchmark *b) {
@@ -142,8 +156,15 @@ void PairSizes(benchmark::internal::Benchmark *b) {
   b->Threads(1)->Threads(2)->UseRealTime();
 }
 
+bool count_pairs;  // --count-pairs: CountPairs<A> instead of registering
+
 template <class A>
 void Register(const char *name, bool all_sizes = true) {
+  if (count_pairs) {
+    CountPairs<A>();
+    fprintf(stderr, "counted %s\n", name);
+    return;
+  }
   std::string n(name);
   auto *pair = benchmark::RegisterBenchmark(("BM_pair_" + n).c_str(), BM_pair<A>);
   if (all_sizes)
@@ -266,7 +287,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   benchmark::AddCustomContext("process_malloc", "jemalloc");
+  count_pairs = argc > 1 && strcmp(argv[1], "--count-pairs") == 0;
   RegisterAll();
+  if (count_pairs) return 0;
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -230,6 +230,18 @@ enum sicm_arena_flags {
  * for it — is on `dev` (strict binding).  `maxsize` bounds the bytes the
  * arena holds (sicm_arena_size()), including about 2 MiB of allocator
  * metadata created with the arena; 0 means unlimited.
+ *
+ * What an arena costs (measured on x86-64 with 1,000 arenas of one 64-byte
+ * allocation each): 16 GiB of reserved address space (no memory) plus about
+ * 6 MiB more for its page tags and the allocator's radix-tree leaf; 126 KiB
+ * resident; 2 MiB of sicm_arena_size().  Threads that use an arena at the
+ * same time get allocator arenas of their own, up to one per CPU (at most
+ * 8), each another 2 MiB of sicm_arena_size() — so an arena with a maxsize
+ * below 256 MiB keeps one.  After destroy, about 6 MiB of address space and
+ * 70 KiB resident per arena stay until new arenas reuse the same addresses
+ * (the allocator's metadata for that range); a process that creates and
+ * destroys arenas in a loop stays flat.  A thread keeps up to 256 KiB per
+ * size class and arena in its caches, freed at thread exit or destroy.
  * Returns the arena, or NULL with errno
  *   EPERM   library not initialized;
  *   EINVAL  dev NULL or not from sicm_devices();
