@@ -18,7 +18,9 @@ ${CC:-cc} -fsyntax-only -aux-info "$tmp/aux" -I"$src/include" "$tmp/all.c"
     sed -E 's/.*[ *]([A-Za-z_][A-Za-z0-9_]*) \(.*/\1/'
   cat "$src"/include/*.h | sed -nE 's/^SICM_API extern .*[ *]([A-Za-z_][A-Za-z0-9_]*);/\1/p'
 } | sort -u > "$tmp/declared"
-nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u > "$tmp/exported"
+# AddressSanitizer adds an ODR indicator (__odr_asan.NAME) for each
+# exported variable; it is the instrumentation's, not an export of ours.
+nm -D --defined-only "$lib" | awk '{print $NF}' | grep -v '^__odr_asan\.' | sort -u > "$tmp/exported"
 
 status=0
 if ! comm -13 "$tmp/declared" "$tmp/exported" > "$tmp/extra" || [ -s "$tmp/extra" ]; then
