@@ -7,19 +7,15 @@ import json
 import sys
 
 
-def load(paths):
+def load(path):
     times = {}
-    for path in paths:
-        with open(path) as f:
-            data = json.load(f)
-        label = data["context"].get("process_malloc", "")
-        for b in data["benchmarks"]:
-            if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-                continue
-            name = b["run_name"] if "run_name" in b else b["name"]
-            name = name.replace("/real_time", "")
-            name = name.replace("_malloc", "_malloc_" + label, 1) if "_malloc" in name else name
-            times[name] = b["real_time"] * {"ns": 1, "us": 1e3, "ms": 1e6}[b.get("time_unit", "ns")]
+    with open(path) as f:
+        data = json.load(f)
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = (b["run_name"] if "run_name" in b else b["name"]).replace("/real_time", "")
+        times[name] = b["real_time"] * {"ns": 1, "us": 1e3, "ms": 1e6}[b.get("time_unit", "ns")]
     return times
 
 
@@ -27,7 +23,7 @@ PEERS = ["sicm_call", "tcmalloc", "mimalloc", "glibc", "memkind"]
 
 
 def row(t, bench, suffix, label):
-    s, j = t.get(f"{bench}_sicm{suffix}"), t.get(f"{bench}_malloc_jemalloc{suffix}")
+    s, j = t.get(f"{bench}_sicm{suffix}"), t.get(f"{bench}_malloc{suffix}")
     fmt = lambda v: "-" if v is None else (f"{v:.1f}" if v < 1000 else f"{v:,.0f}")
     ratio = lambda a: "-" if a is None or j is None else f"{a / j:.2f}x"
     cells = [label, fmt(s), fmt(j), f"**{ratio(s)}**"] + [ratio(t.get(f"{bench}_{p}{suffix}")) for p in PEERS]
@@ -35,7 +31,7 @@ def row(t, bench, suffix, label):
 
 
 def main():
-    t = load(sys.argv[1:])
+    t = load(sys.argv[1])
     head = ("| {} | sicm ns | jemalloc malloc ns | sicm / jemalloc | "
             + " | ".join(p + " / jemalloc" for p in PEERS) + " |")
     rule = "|" + "---|" * (4 + len(PEERS))

@@ -21,15 +21,17 @@ static int private_open(sc_arena *a, void *arg) {
     target = 1;
   *je = (sc_je_arena){.arena = a, .shards_target = target};
   sc_je_hooks_init(&je->hooks);
+  return sc_je_shard_add(je);
+}
+
+int sc_je_shard_add(sc_je_arena *je) {
   extent_hooks_t *hooks = &je->hooks;
   unsigned index;
-  size_t len = sizeof index;
-  int err = je_mallctl("arenas.create", &index, &len, &hooks, sizeof hooks);
+  int err = je_mallctl("arenas.create", &index, &(size_t){sizeof index}, &hooks, sizeof hooks);
   if (err != 0) /* EAGAIN: its metadata did not fit maxsize, or no memory */
     return sc_fail(err == EAGAIN ? ENOMEM : err,
-                   "jemalloc could not create the arena (maxsize %zu)", a->maxsize);
-  je->shards[0] = index;
-  je->nshards = 1;
+                   "jemalloc could not create the arena (maxsize %zu)", je->arena->maxsize);
+  je->shards[je->nshards++] = index;
   return 0;
 }
 
@@ -140,12 +142,10 @@ static int stat_read(unsigned index, const char *name, size_t *out) {
 static int private_stats(sc_arena *a, sicm_arena_stats *out) {
   sc_je_arena *je = sc_je_of(a);
   uint64_t epoch = 1;
-  if (je_mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch) != 0)
-    return sc_fail(EIO, "jemalloc statistics are unavailable (built without stats?)");
+  int rc = je_mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch);
   *out = (sicm_arena_stats){0};
   size_t pactive = 0;
   pthread_mutex_lock(&a->kind_lock);
-  int rc = 0;
   for (unsigned i = 0; i < je->nshards && rc == 0; i++) {
     size_t small, large, pages, resident, mapped;
     rc = stat_read(je->shards[i], "small.allocated", &small) |

@@ -161,6 +161,9 @@ static inline void sc_bin_push(sc_thread_cache *cache, unsigned b, void *ptr) {
 extern SC_TLS sicm_front_v1_t sc_front;
 
 /* ---- arena_je.c ---- */
+/* Adds a jemalloc arena with the kind's hooks to je's shards (the caller
+ * checked SC_SHARDS_MAX); 0, or -1 with errno ENOMEM or jemalloc's. */
+int sc_je_shard_add(sc_je_arena *je);
 /* An allocation of 1 .. sc_je_size_classes.max bytes that the thread's bin
  * could not serve: one jemalloc call through the cache's tcache. */
 void *sc_je_alloc_miss(sc_arena *a, sc_thread_cache *cache, size_t sz);

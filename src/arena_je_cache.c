@@ -157,14 +157,12 @@ static unsigned shard_pick(sc_je_arena *je) {
     if (je->shard_threads[i] < je->shard_threads[best])
       best = i;
   if (je->shard_threads[best] > 0 && je->nshards < je->shards_target) {
-    unsigned index;
-    extent_hooks_t *hooks = &je->hooks;
-    if (je_mallctl("arenas.create", &index, &(size_t){sizeof index}, &hooks, sizeof hooks) == 0) {
-      best = je->nshards++;
-      je->shards[best] = index;
-    } else {
+    int err = errno; /* a shard is an optimization: its failure is not the caller's */
+    if (sc_je_shard_add(je) == 0)
+      best = je->nshards - 1;
+    else
       je->shards_target = je->nshards;
-    }
+    errno = err;
   }
   je->shard_threads[best]++;
   return best;
