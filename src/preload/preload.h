@@ -1,0 +1,105 @@
+/* preload.h: internals of libsicm-preload.so, the LD_PRELOAD library that
+ * sends a program's large allocations to libsicm arenas on a chosen device
+ * and spills to the next device when that one is full.
+ *
+ * preload.c owns the interposed entry points and the process allocator
+ * behind them; preload_conf.c reads SICM_PRELOAD into a chain of tiers;
+ * preload_place.c decides which tier takes an allocation, records the live
+ * blocks and prints the statistics.  Only libsicm's public API is used. */
+#ifndef SICM_PRELOAD_H
+#define SICM_PRELOAD_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sicm.h"
+
+#define PL_TIERS_MAX 8
+
+/* One device of the chain: the first is where large allocations go, the
+ * others take them, in order, when the earlier ones are full. */
+typedef struct pl_tier {
+  sicm_device *device;
+  sicm_arena arena;     /* created on first use, under pl_lock */
+  int arena_failed;     /* creation failed once: never retried */
+  size_t budget;        /* most live bytes; SIZE_MAX: only the node's free memory */
+  /* Statistics (atomic). */
+  size_t live, peak, placed_bytes, placed_count, spilled_bytes, spilled_count;
+  /* Free memory of the node, read at most every PL_FREE_REFRESH_NS or after
+   * an eighth of it was placed since (atomic). */
+  size_t free_at_read, placed_since_read;
+  uint64_t read_ns;
+} pl_tier;
+
+typedef struct pl_config {
+  size_t min;           /* allocations of at least this many bytes are placed */
+  size_t reserve;       /* free bytes left on each device's node */
+  unsigned ntiers;
+  pl_tier tiers[PL_TIERS_MAX];
+  int stats;            /* print statistics at exit (and on stats_signal) */
+  int stats_signal;     /* 0: none */
+  char stats_path[256]; /* "": stderr; opened for appending when printing */
+  char device_spec[64]; /* as given, for the report */
+} pl_config;
+
+/* The process allocator: the next definitions after this library. */
+typedef struct pl_next {
+  void *(*malloc)(size_t);
+  void (*free)(void *);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  int (*posix_memalign)(void **, size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*memalign)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
+  size_t (*malloc_usable_size)(void *);
+} pl_next;
+
+extern pl_config pl_conf;
+extern pl_next pl_next_fns;
+/* Taken for arena creation and the live-block table; held across fork. */
+extern pthread_mutex_t pl_lock;
+/* Lowest and highest address any tier's arena returned: the cheap test
+ * that keeps most frees of the process allocator's memory from a lookup. */
+extern uintptr_t pl_range_lo, pl_range_hi;
+
+/* preload_conf.c: parse `text` (SICM_PRELOAD) into pl_conf and resolve its
+ * devices.  Returns 0, or -1 after writing why to stderr (the preload then
+ * stays out of the way). */
+int pl_config_load(const char *text);
+
+/* preload_place.c */
+/* Place `size` bytes (aligned to `align`, 0: default; zeroed if `zero`) on
+ * the first tier with room.  Returns NULL when no tier has room or every
+ * arena refused: the caller then uses the process allocator. */
+void *pl_place(size_t size, size_t align, int zero);
+/* If `ptr` is a live block of a tier: its usable size, else 0.  A pointer
+ * inside a tier's arena that is not a live block start aborts the process
+ * with a message, as glibc does for an invalid free. */
+size_t pl_block_size(const void *ptr, const char *caller);
+/* Free a block pl_block_size() accepted. */
+void pl_release(void *ptr);
+/* Resize a placed block in its own arena when its tier has room for the
+ * growth; NULL (block unchanged) otherwise. */
+void *pl_resize(void *ptr, size_t size);
+/* Write the statistics where pl_conf says; async-signal-safe unless
+ * `with_residency` (which asks the kernel where the pages are). */
+void pl_stats_write(int with_residency);
+
+/* Small formatting into a caller's buffer without malloc (safe in signal
+ * handlers and before the process allocator is known). */
+typedef struct pl_text {
+  char buf[512];
+  size_t len;
+} pl_text;
+void pl_text_str(pl_text *t, const char *s);
+void pl_text_num(pl_text *t, uint64_t v);
+void pl_text_hex(pl_text *t, uint64_t v);
+void pl_text_size(pl_text *t, uint64_t bytes); /* "12.5 MiB" */
+void pl_text_flush(pl_text *t, int fd);
+/* "libsicm-preload: " + message + "\n" on stderr. */
+void pl_warn(const char *message, const char *detail);
+
+#endif

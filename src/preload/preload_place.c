@@ -1,0 +1,459 @@
+/* preload_place.c: which device takes a large allocation, and the table of
+ * live placed blocks.  A tier takes a block when its live bytes stay within
+ * its budget and its node keeps `reserve` bytes free (the node's free
+ * memory, plus what the tier's arena holds but has not handed out); else
+ * the next tier is tried, and after the last the caller uses the process
+ * allocator.  Arenas are bound PREFERRED, so a node that fills up between
+ * two checks spills page by page instead of meeting the OOM killer.
+ *
+ * The table maps each placed block to its size and tier: it keeps the
+ * accounting exact, and turns a double or wild free of arena memory into
+ * an abort with a message (as glibc's free does) instead of corruption. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+pthread_mutex_t pl_lock = PTHREAD_MUTEX_INITIALIZER;
+uintptr_t pl_range_lo = UINTPTR_MAX, pl_range_hi = 0;
+static size_t fallback_count, fallback_bytes;
+/* With statistics on: bytes of freed blocks' pages per node, when freed. */
+#define PL_NODES_MAX 64
+static size_t freed_resident[PL_NODES_MAX];
+
+#define PL_FREE_REFRESH_NS 20000000ull /* 20 ms */
+
+/* ---------------------------------------------------------------- table */
+
+typedef struct pl_entry {
+  uintptr_t key;  /* 0: empty; 1: deleted */
+  size_t size;
+  unsigned tier;
+} pl_entry;
+
+static pl_entry *table;
+static size_t table_cap, table_used; /* used counts deleted slots too */
+
+static size_t slot_of(uintptr_t key, size_t cap) {
+  uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
+  return (size_t)(h >> 20) & (cap - 1);
+}
+
+/* Under pl_lock. */
+static pl_entry *table_find(uintptr_t key) {
+  if (table == NULL)
+    return NULL;
+  for (size_t i = slot_of(key, table_cap);; i = (i + 1) & (table_cap - 1)) {
+    if (table[i].key == key)
+      return &table[i];
+    if (table[i].key == 0)
+      return NULL;
+  }
+}
+
+/* Under pl_lock.  The table lives in its own mapping: the process
+ * allocator may be the caller. */
+static int table_insert(uintptr_t key, size_t size, unsigned tier) {
+  if ((table_used + 1) * 2 > table_cap) {
+    size_t cap = table_cap ? table_cap * 2 : 4096;
+    size_t live = 0;
+    for (size_t i = 0; i < table_cap; i++)
+      live += table[i].key > 1;
+    while (live * 4 < cap && cap > 4096 && cap > table_cap / 2)
+      cap /= 2; /* mostly deleted slots: rebuild at a smaller size */
+    pl_entry *grown = mmap(NULL, cap * sizeof *grown, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (grown == MAP_FAILED)
+      return -1;
+    for (size_t i = 0; i < table_cap; i++) {
+      if (table[i].key <= 1)
+        continue;
+      size_t j = slot_of(table[i].key, cap);
+      while (grown[j].key != 0)
+        j = (j + 1) & (cap - 1);
+      grown[j] = table[i];
+    }
+    if (table != NULL)
+      munmap(table, table_cap * sizeof *table);
+    table = grown;
+    table_cap = cap;
+    table_used = live;
+  }
+  size_t i = slot_of(key, table_cap);
+  while (table[i].key > 1)
+    i = (i + 1) & (table_cap - 1);
+  table_used += table[i].key == 0;
+  table[i] = (pl_entry){key, size, tier};
+  return 0;
+}
+
+/* ---------------------------------------------------------------- tiers */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Free bytes of the tier's node: read again when the last reading is old
+ * or an eighth of it was placed since; in between, the reading minus what
+ * was placed. */
+static size_t tier_free(pl_tier *t) {
+  uint64_t now = now_ns(), read = __atomic_load_n(&t->read_ns, __ATOMIC_RELAXED);
+  size_t at = __atomic_load_n(&t->free_at_read, __ATOMIC_RELAXED);
+  size_t since = __atomic_load_n(&t->placed_since_read, __ATOMIC_RELAXED);
+  if (read == 0 || now - read > PL_FREE_REFRESH_NS || since > at / 8) {
+    size_t bytes;
+    if (sicm_device_free(t->device, &bytes) != 0)
+      return SIZE_MAX / 2; /* the kernel does not say: the preferred binding is the guard */
+    __atomic_store_n(&t->free_at_read, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->placed_since_read, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->read_ns, now, __ATOMIC_RELAXED);
+    at = bytes;
+    since = 0;
+  }
+  return at > since ? at - since : 0;
+}
+
+static int tier_fits(pl_tier *t, size_t size) {
+  size_t live = __atomic_load_n(&t->live, __ATOMIC_RELAXED);
+  if (t->budget != SIZE_MAX && (size > t->budget || live > t->budget - size))
+    return 0;
+  sicm_arena arena = __atomic_load_n(&t->arena, __ATOMIC_ACQUIRE);
+  size_t held = arena ? sicm_arena_size(arena) : 0;
+  size_t room = tier_free(t) + (held > live ? held - live : 0);
+  return room >= pl_conf.reserve && room - pl_conf.reserve >= size;
+}
+
+static sicm_arena tier_arena(pl_tier *t) {
+  sicm_arena arena = __atomic_load_n(&t->arena, __ATOMIC_ACQUIRE);
+  if (arena != NULL || t->arena_failed)
+    return arena;
+  pthread_mutex_lock(&pl_lock);
+  arena = t->arena;
+  if (arena == NULL && !t->arena_failed) {
+    arena = sicm_arena_create_devices(0, &t->device, 1, SICM_ARENA_PREFERRED);
+    if (arena == NULL) {
+      t->arena_failed = 1;
+      pl_warn("could not create an arena; that device is skipped: ", sicm_error_detail());
+    }
+    __atomic_store_n(&t->arena, arena, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&pl_lock);
+  return arena;
+}
+
+static void stat_add(size_t *counter, size_t v) {
+  __atomic_fetch_add(counter, v, __ATOMIC_RELAXED);
+}
+
+static void tier_account(pl_tier *t, size_t size, unsigned tier) {
+  size_t live = __atomic_add_fetch(&t->live, size, __ATOMIC_RELAXED);
+  size_t peak = __atomic_load_n(&t->peak, __ATOMIC_RELAXED);
+  while (live > peak &&
+         !__atomic_compare_exchange_n(&t->peak, &peak, live, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    ;
+  stat_add(&t->placed_bytes, size);
+  stat_add(&t->placed_count, 1);
+  stat_add(&t->placed_since_read, size);
+  if (tier > 0) {
+    stat_add(&t->spilled_bytes, size);
+    stat_add(&t->spilled_count, 1);
+  }
+}
+
+static void range_extend(uintptr_t lo, uintptr_t hi) {
+  uintptr_t cur = __atomic_load_n(&pl_range_lo, __ATOMIC_RELAXED);
+  while (lo < cur &&
+         !__atomic_compare_exchange_n(&pl_range_lo, &cur, lo, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    ;
+  cur = __atomic_load_n(&pl_range_hi, __ATOMIC_RELAXED);
+  while (hi > cur &&
+         !__atomic_compare_exchange_n(&pl_range_hi, &cur, hi, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+    ;
+}
+
+/* Record a block the arena of tier `tier` returned; on failure it is
+ * given back and NULL returned. */
+static void *block_record(void *p, unsigned tier) {
+  size_t size = sicm_usable_size(p);
+  pthread_mutex_lock(&pl_lock);
+  int rc = table_insert((uintptr_t)p, size, tier);
+  pthread_mutex_unlock(&pl_lock);
+  if (rc != 0) {
+    sicm_free(p);
+    return NULL;
+  }
+  tier_account(&pl_conf.tiers[tier], size, tier);
+  range_extend((uintptr_t)p, (uintptr_t)p + size);
+  return p;
+}
+
+void *pl_place(size_t size, size_t align, int zero) {
+  int saved = errno;
+  for (unsigned i = 0; i < pl_conf.ntiers; i++) {
+    pl_tier *t = &pl_conf.tiers[i];
+    if (!tier_fits(t, size))
+      continue;
+    sicm_arena arena = tier_arena(t);
+    if (arena == NULL)
+      continue;
+    void *p = align ? sicm_arena_alloc_aligned(arena, size, align)
+              : zero ? sicm_arena_calloc(arena, 1, size)
+                     : sicm_arena_alloc(arena, size);
+    if (p != NULL && (p = block_record(p, i)) != NULL) {
+      errno = saved;
+      return p;
+    }
+  }
+  stat_add(&fallback_count, 1);
+  stat_add(&fallback_bytes, size);
+  errno = saved;
+  return NULL;
+}
+
+static _Noreturn void invalid_pointer(const char *caller, const void *ptr) {
+  pl_text t = {.len = 0};
+  pl_text_str(&t, "libsicm-preload: ");
+  pl_text_str(&t, caller);
+  pl_text_str(&t, "(): invalid pointer (not a live block of its arena) ");
+  pl_text_hex(&t, (uintptr_t)ptr);
+  pl_text_str(&t, "\n");
+  pl_text_flush(&t, 2);
+  abort();
+}
+
+size_t pl_block_size(const void *ptr, const char *caller) {
+  sicm_arena arena = sicm_arena_lookup(ptr);
+  if (arena == NULL)
+    return 0;
+  pthread_mutex_lock(&pl_lock);
+  pl_entry *e = table_find((uintptr_t)ptr);
+  size_t size = e ? e->size : 0;
+  pthread_mutex_unlock(&pl_lock);
+  if (size != 0)
+    return size;
+  for (unsigned i = 0; i < pl_conf.ntiers; i++)
+    if (__atomic_load_n(&pl_conf.tiers[i].arena, __ATOMIC_ACQUIRE) == arena)
+      invalid_pointer(caller, ptr);
+  return 0; /* an arena the program made itself: not ours to judge */
+}
+
+/* Remove a block from the table; its entry, or {0} when absent. */
+static pl_entry block_forget(const void *ptr) {
+  pl_entry out = {0, 0, 0};
+  pthread_mutex_lock(&pl_lock);
+  pl_entry *e = table_find((uintptr_t)ptr);
+  if (e != NULL) {
+    out = *e;
+    e->key = 1;
+  }
+  pthread_mutex_unlock(&pl_lock);
+  if (out.key != 0)
+    __atomic_fetch_sub(&pl_conf.tiers[out.tier].live, out.size, __ATOMIC_RELAXED);
+  return out;
+}
+
+/* Add where the pages of [ptr, ptr + size) are to freed_resident. */
+static void residency_record(const void *ptr, size_t size) {
+  enum { BATCH = 512 };
+  const size_t page = 4096;
+  uintptr_t first = (uintptr_t)ptr & ~(page - 1), end = (uintptr_t)ptr + size;
+  void *pages[BATCH];
+  int status[BATCH];
+  for (uintptr_t at = first; at < end;) {
+    unsigned n = 0;
+    for (; n < BATCH && at < end; n++, at += page)
+      pages[n] = (void *)at;
+    if (syscall(SYS_move_pages, 0, (unsigned long)n, pages, NULL, status, 0) != 0)
+      return;
+    for (unsigned i = 0; i < n; i++)
+      if (status[i] >= 0 && status[i] < PL_NODES_MAX)
+        stat_add(&freed_resident[status[i]], page);
+  }
+}
+
+void pl_release(void *ptr) {
+  pl_entry e = block_forget(ptr);
+  if (e.key == 0)
+    invalid_pointer("free", ptr); /* freed by another thread since the check */
+  if (pl_conf.stats)
+    residency_record(ptr, e.size);
+  sicm_free(ptr);
+}
+
+void *pl_resize(void *ptr, size_t size) {
+  pthread_mutex_lock(&pl_lock);
+  pl_entry *e = table_find((uintptr_t)ptr);
+  pl_entry old = e ? *e : (pl_entry){0, 0, 0};
+  pthread_mutex_unlock(&pl_lock);
+  if (old.key == 0)
+    invalid_pointer("realloc", ptr);
+  pl_tier *t = &pl_conf.tiers[old.tier];
+  if (size > old.size && !tier_fits(t, size - old.size))
+    return NULL;
+  int saved = errno;
+  void *p = sicm_realloc(ptr, size);
+  errno = saved;
+  if (p == NULL)
+    return NULL;
+  block_forget(ptr);
+  if (block_record(p, old.tier) == NULL)
+    return NULL; /* out of memory for the table: the block is gone, as for a failed malloc */
+  /* A resize is not a new placement: undo what block_record counted. */
+  __atomic_fetch_sub(&t->placed_count, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_sub(&t->placed_bytes, sicm_usable_size(p), __ATOMIC_RELAXED);
+  if (old.tier > 0) {
+    __atomic_fetch_sub(&t->spilled_count, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&t->spilled_bytes, sicm_usable_size(p), __ATOMIC_RELAXED);
+  }
+  return p;
+}
+
+/* ---------------------------------------------------------------- statistics */
+
+static void nodes_write(pl_text *t, int fd, const char *what, size_t *bytes) {
+  pl_text_str(t, "libsicm-preload: ");
+  pl_text_str(t, what);
+  for (unsigned n = 0; n < PL_NODES_MAX; n++) {
+    size_t v = __atomic_load_n(&bytes[n], __ATOMIC_RELAXED);
+    if (v == 0)
+      continue;
+    pl_text_str(t, " node ");
+    pl_text_num(t, n);
+    pl_text_str(t, " ");
+    pl_text_size(t, v);
+  }
+  pl_text_str(t, "\n");
+  pl_text_flush(t, fd);
+}
+
+void pl_stats_write(int with_residency) {
+  int fd = 2;
+  if (pl_conf.stats_path[0] != '\0') {
+    fd = open(pl_conf.stats_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return;
+  }
+  pl_text t = {.len = 0};
+  pl_text_str(&t, "libsicm-preload: pid ");
+  pl_text_num(&t, (uint64_t)getpid());
+  pl_text_str(&t, ", device=");
+  pl_text_str(&t, pl_conf.device_spec);
+  pl_text_str(&t, ", min ");
+  pl_text_size(&t, pl_conf.min);
+  pl_text_str(&t, ", reserve ");
+  pl_text_size(&t, pl_conf.reserve);
+  pl_text_str(&t, "\n");
+  pl_text_flush(&t, fd);
+  size_t resident[PL_NODES_MAX] = {0};
+  for (unsigned i = 0; i < pl_conf.ntiers; i++) {
+    pl_tier *tier = &pl_conf.tiers[i];
+    pl_text_str(&t, "libsicm-preload: node ");
+    pl_text_num(&t, (uint64_t)tier->device->node);
+    pl_text_str(&t, " ");
+    pl_text_str(&t, sicm_device_kind_name(tier->device->kind));
+    pl_text_str(&t, ": placed ");
+    pl_text_num(&t, __atomic_load_n(&tier->placed_count, __ATOMIC_RELAXED));
+    pl_text_str(&t, " (");
+    pl_text_size(&t, __atomic_load_n(&tier->placed_bytes, __ATOMIC_RELAXED));
+    pl_text_str(&t, "), spilled here ");
+    pl_text_num(&t, __atomic_load_n(&tier->spilled_count, __ATOMIC_RELAXED));
+    pl_text_str(&t, " (");
+    pl_text_size(&t, __atomic_load_n(&tier->spilled_bytes, __ATOMIC_RELAXED));
+    pl_text_str(&t, "), live ");
+    pl_text_size(&t, __atomic_load_n(&tier->live, __ATOMIC_RELAXED));
+    pl_text_str(&t, ", peak ");
+    pl_text_size(&t, __atomic_load_n(&tier->peak, __ATOMIC_RELAXED));
+    if (tier->budget != SIZE_MAX) {
+      pl_text_str(&t, ", budget ");
+      pl_text_size(&t, tier->budget);
+    }
+    pl_text_str(&t, "\n");
+    pl_text_flush(&t, fd);
+    sicm_arena arena = __atomic_load_n(&tier->arena, __ATOMIC_ACQUIRE);
+    if (with_residency && arena != NULL)
+      sicm_arena_residency(arena, resident, PL_NODES_MAX);
+  }
+  pl_text_str(&t, "libsicm-preload: process allocator: ");
+  pl_text_num(&t, __atomic_load_n(&fallback_count, __ATOMIC_RELAXED));
+  pl_text_str(&t, " large allocations no device had room for (");
+  pl_text_size(&t, __atomic_load_n(&fallback_bytes, __ATOMIC_RELAXED));
+  pl_text_str(&t, ")\n");
+  pl_text_flush(&t, fd);
+  nodes_write(&t, fd, "pages of blocks when they were freed:", freed_resident);
+  if (with_residency)
+    nodes_write(&t, fd, "pages in the arenas now:", resident);
+  if (fd != 2)
+    close(fd);
+}
+
+/* ---------------------------------------------------------------- text */
+
+void pl_text_str(pl_text *t, const char *s) {
+  while (*s != '\0' && t->len < sizeof t->buf)
+    t->buf[t->len++] = *s++;
+}
+
+void pl_text_num(pl_text *t, uint64_t v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (n > 0 && t->len < sizeof t->buf)
+    t->buf[t->len++] = digits[--n];
+}
+
+void pl_text_hex(pl_text *t, uint64_t v) {
+  pl_text_str(t, "0x");
+  for (int shift = 60; shift >= 0; shift -= 4)
+    if (t->len < sizeof t->buf && (v >> shift != 0 || shift == 0))
+      t->buf[t->len++] = "0123456789abcdef"[(v >> shift) & 15];
+}
+
+void pl_text_size(pl_text *t, uint64_t bytes) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  unsigned u = 0;
+  uint64_t scaled = bytes * 10; /* one decimal */
+  while (u < 4 && bytes >= 1024ull << (10 * u))
+    u++;
+  if (u > 0)
+    scaled = (uint64_t)((double)bytes * 10 / (double)(1ull << (10 * u)) + 0.5);
+  pl_text_num(t, scaled / 10);
+  if (u > 0) {
+    pl_text_str(t, ".");
+    pl_text_num(t, scaled % 10);
+  }
+  pl_text_str(t, " ");
+  pl_text_str(t, units[u]);
+}
+
+void pl_text_flush(pl_text *t, int fd) {
+  size_t off = 0;
+  while (off < t->len) {
+    ssize_t n = write(fd, t->buf + off, t->len - off);
+    if (n <= 0 && errno != EINTR)
+      break;
+    if (n > 0)
+      off += (size_t)n;
+  }
+  t->len = 0;
+}
+
+void pl_warn(const char *message, const char *detail) {
+  pl_text t = {.len = 0};
+  pl_text_str(&t, "libsicm-preload: ");
+  pl_text_str(&t, message);
+  pl_text_str(&t, detail ? detail : "");
+  pl_text_str(&t, "\n");
+  pl_text_flush(&t, 2);
+}

@@ -1,0 +1,106 @@
+#!/bin/sh
+# guest.sh (runs inside the 4-node guest): unmodified programs from
+# Debian's archive under libsicm-preload.so — python3 building large
+# bytearrays and sort with a large buffer.  Their large buffers must land on
+# node 2 (HBM-like, 1 GiB), spill to DRAM when node 2 is full or over
+# budget, go back to node 2 once it has room, and the programs must print
+# the same as without the preload.  Placement is read from outside the
+# program, in /proc/PID/numa_maps, and from the preload's statistics.
+set -u
+b=${SICM_TOP_BUILDDIR:?}
+lib=$b/src/preload/.libs/libsicm-preload.so
+if ldd "$b/src/.libs/libsicm.so" | grep -q 'libasan\|libtsan'; then
+  echo "SKIP: sanitizer build (its runtime owns malloc)"
+  exit 77
+fi
+failed=0
+tmp=$(mktemp -d)
+expect() { # expect WHAT COMMAND...
+  what=$1
+  shift
+  if "$@"; then echo "  ok: $what"; else echo "  FAILED: $what"; failed=1; fi
+}
+preloaded() { # preloaded SICM_PRELOAD COMMAND...: on CPU 0 (initiator: node 0)
+  conf=$1
+  shift
+  SICM_PRELOAD=$conf LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs taskset -c 0 "$@"
+}
+node_mib() { # node_mib PID NODE: MiB of the process's pages on NODE
+  awk -v n="N$2=" '{ for (i = 1; i <= NF; i++) if (index($i, n) == 1) { split($i, a, "="); p += a[2] } }
+    END { print int(p * 4 / 1024) }' "/proc/$1/numa_maps"
+}
+wait_for() { # wait_for FILE PID: until the program wrote FILE (or died)
+  while [ ! -e "$1" ]; do
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.2
+  done
+}
+
+# python3: five 200 MiB bytearrays (the fifth does not fit on node 2),
+# then two of them freed and two new ones made (node 2 has room again).
+cat >"$tmp/arrays.py" <<'PY'
+import os, sys, time
+step = sys.argv[1]
+def make(seed):
+    b = bytearray(200 << 20)
+    for i in range(0, len(b), 1 << 20):
+        b[i] = (seed + i // (1 << 20)) % 256
+    return b
+def stage(name):
+    open(os.path.join(step, name), "w").close()
+    while not os.path.exists(os.path.join(step, name + ".go")):
+        time.sleep(0.05)
+bufs = [make(s) for s in range(5)]
+stage("1")
+del bufs[0:2]
+bufs += [make(s) for s in range(5, 7)]
+stage("2")
+print(len(bufs), sum(b[i] for b in bufs for i in range(0, len(b), 1 << 20)))
+PY
+echo "--- python3, device=hbm (node 2), spill by bandwidth rank"
+mkdir "$tmp/py"
+# A simple command, so that $! is python3's pid (taskset execs it).
+SICM_PRELOAD="device=hbm;stats=$tmp/py.stats" LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs \
+  taskset -c 0 python3 "$tmp/arrays.py" "$tmp/py" >"$tmp/py.out" 2>&1 &
+pid=$!
+if wait_for "$tmp/py/1" $pid; then
+  n2=$(node_mib $pid 2) n0=$(node_mib $pid 0)
+  echo "  five arrays made: node 2 $n2 MiB, node 0 $n0 MiB"
+  expect "four arrays (800 MiB) on node 2" [ "$n2" -ge 760 ]
+  expect "the fifth spilled to node 0" [ "$n0" -ge 190 ]
+  touch "$tmp/py/1.go"
+fi
+if wait_for "$tmp/py/2" $pid; then
+  n2=$(node_mib $pid 2)
+  echo "  two freed, two made: node 2 $n2 MiB"
+  expect "node 2 still holds four arrays" [ "$n2" -ge 760 ]
+  touch "$tmp/py/2.go"
+fi
+wait $pid
+cat "$tmp/py.out" "$tmp/py.stats"
+expect "python3 ran to the end" grep -q "^5 " "$tmp/py.out"
+expect "six arrays placed on node 2 (the two new ones there again)" \
+  grep -q "node 2 hbm: placed 6 " "$tmp/py.stats"
+expect "one spilled to node 0" grep -q "node 0 dram: placed 1 (.*), spilled here 1 " "$tmp/py.stats"
+mkdir "$tmp/plain"
+(cd "$tmp/plain" && touch 1.go 2.go && taskset -c 0 python3 "$tmp/arrays.py" "$tmp/plain" >"$tmp/plain.out" 2>&1)
+expect "python3 prints the same without the preload" cmp -s "$tmp/py.out" "$tmp/plain.out"
+
+# sort: its 300 MiB buffer on node 2; with a 100 MiB budget it spills to DRAM.
+awk 'BEGIN { srand(1); for (i = 0; i < 400000; i++) print int(rand() * 1e9) }' >"$tmp/numbers"
+want=$(taskset -c 0 sort -n -S 300M <"$tmp/numbers" | md5sum)
+echo "--- sort -S 300M, device=hbm"
+got=$(preloaded "device=hbm;stats=$tmp/sort.stats" sort -n -S 300M <"$tmp/numbers" | md5sum)
+cat "$tmp/sort.stats"
+expect "sort prints the same with the preload" [ "$got" = "$want" ]
+expect "its buffer placed on node 2" grep -q "node 2 hbm: placed [1-9]" "$tmp/sort.stats"
+expect "and its pages were there" grep -Eq "when they were freed: node 2 [0-9.]+ MiB$" "$tmp/sort.stats"
+echo "--- sort -S 300M, device=hbm, budget=100M, spill=dram"
+got=$(preloaded "device=hbm;budget=100M;spill=dram;stats=$tmp/spill.stats" sort -n -S 300M <"$tmp/numbers" |
+  md5sum)
+cat "$tmp/spill.stats"
+expect "sort prints the same with the budget" [ "$got" = "$want" ]
+expect "the buffer spilled to node 0" grep -q "node 0 dram: placed [1-9][0-9]* (.*), spilled here [1-9]" "$tmp/spill.stats"
+expect "its pages were on node 0" grep -Eq "when they were freed: node 0 [0-9.]+ MiB$" "$tmp/spill.stats"
+rm -rf "$tmp"
+exit $failed

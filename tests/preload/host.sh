@@ -1,0 +1,76 @@
+#!/bin/sh
+# host.sh: libsicm-preload.so on this machine (one node is enough for
+# routing, spilling by budget, threads, fork and bad input; the guest test
+# checks where pages land).  Runs tests/preload/preload_check, a program
+# that links nothing of libsicm, under LD_PRELOAD.
+set -u
+b=${SICM_TOP_BUILDDIR:?}
+lib=$b/src/preload/.libs/libsicm-preload.so
+check=$b/tests/preload/preload_check
+# A sanitizer's runtime must come first and replaces malloc itself: the
+# preload cannot interpose there.
+if ldd "$b/src/.libs/libsicm.so" | grep -q 'libasan\|libtsan'; then
+  echo "SKIP: sanitizer build (its runtime owns malloc)"
+  exit 77
+fi
+failed=0
+run() { # run SICM_PRELOAD MODE...: the check program under the preload
+  conf=$1
+  shift
+  SICM_PRELOAD=$conf LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs "$check" "$@"
+}
+step() { # step NAME COMMAND...: one check, output kept
+  name=$1
+  shift
+  echo "--- $name"
+  if "$@"; then echo "PASS: $name"; else echo "FAIL: $name"; failed=1; fi
+}
+step basic run "min=1M;device=node:0" basic
+step threads run "min=1M;device=node:0" threads
+step fork run "min=1M;device=node:0" fork 200
+step budget run "min=1M;device=node:0;spill=none;budget=8M" budget
+step "off" run off inactive
+
+# A bad value: one clear line on stderr, then the program runs unchanged.
+bad() {
+  out=$(run "$1" inactive 2>&1) || return 1
+  echo "$out"
+  printf '%s\n' "$out" | grep -q "^libsicm-preload: $2" &&
+    printf '%s\n' "$out" | grep -q "^libsicm-preload: inactive"
+}
+step "bad size" bad "min=lots" "SICM_PRELOAD: bad value .*min=lots"
+step "unknown key" bad "min=1M;colour=blue" "SICM_PRELOAD: unknown key .*colour"
+step "unknown device" bad "device=fast" "unknown device .*fast"
+step "missing kind" bad "device=hbm" "this machine has no device of that kind"
+step "no equals" bad "min" "SICM_PRELOAD: expected key=value"
+
+# Invalid frees of arena memory abort with a message, as glibc's do.
+aborts() {
+  out=$(run "min=1M;device=node:0" "$1" 2>&1)
+  rc=$?
+  echo "$out"
+  [ "$rc" -ge 128 ] && printf '%s\n' "$out" | grep -q "free(): invalid pointer"
+}
+step "double free aborts" aborts double-free
+step "wild free aborts" aborts wild-free
+
+# Statistics at exit, to a file: the budget run placed 6 blocks on node 0
+# (the constructor's 3 MiB block, four of 2 MiB, one more after a free) and
+# sent one to the process allocator.
+stats=$(mktemp)
+step "statistics" sh -c '
+  SICM_PRELOAD="min=1M;device=node:0;spill=none;budget=8M;stats='"$stats"'" \
+    LD_PRELOAD='"$lib"' LD_LIBRARY_PATH='"$b"'/src/.libs '"$check"' budget >/dev/null &&
+  cat '"$stats"' &&
+  grep -q "node 0 dram: placed 6 (13.0 MiB), spilled here 0 (0 B), live 0 B, peak 8.0 MiB, budget 8.0 MiB" '"$stats"' &&
+  grep -q "process allocator: 1 large allocations" '"$stats"''
+rm -f "$stats"
+on_signal() {
+  out=$(run "min=1M;device=node:0;signal=USR1" signal 2>&1) || return 1
+  echo "$out"
+  printf '%s\n' "$out" | grep -q "node 0 dram: placed 2 (7.0 MiB), .* live 4.0 MiB" &&
+    printf '%s\n' "$out" | grep -q "node 0 dram: placed 2 (7.0 MiB), .* live 0 B"
+}
+step "statistics on SIGUSR1, and at exit" on_signal
+
+exit $failed
