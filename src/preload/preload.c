@@ -5,8 +5,8 @@
  * is ready or while libsicm itself is running, goes to the process
  * allocator: the next definitions of malloc & co. after this library,
  * found with dlsym(RTLD_NEXT).  free, realloc and malloc_usable_size
- * route a pointer to its owner: arena memory lies in [pl_range_lo,
- * pl_range_hi), and inside that range sicm_arena_lookup() decides.
+ * route a pointer to its owner: arena memory lies in [pl_fast.range_lo,
+ * pl_fast.range_hi), and inside that range sicm_arena_lookup() decides.
  *
  * dlsym may allocate before the process allocator is known: those few
  * blocks come from a static buffer and are never freed. */
@@ -24,10 +24,8 @@
 #define PL_EXPORT __attribute__((visibility("default")))
 
 pl_next pl_next_fns;
-
-/* Allocations of this size or more take the slow path: 0 until the
- * library is ready, then `min` (or SIZE_MAX when inactive). */
-static size_t pl_min_fast;
+static void free_unresolved(void *p);
+pl_hot pl_fast = {0, NULL, free_unresolved, UINTPTR_MAX, 0};
 static int pl_active;
 
 /* Nonzero while this thread runs libsicm or dlsym on the preload's behalf:
@@ -100,6 +98,13 @@ static void next_resolve(void) {
   pl_next_fns.pvalloc = fns.pvalloc;
   pl_next_fns.malloc_usable_size = fns.malloc_usable_size;
   __atomic_store_n(&pl_next_fns.free, fns.free, __ATOMIC_RELEASE);
+  __atomic_store_n(&pl_fast.malloc, fns.malloc, __ATOMIC_RELAXED);
+  __atomic_store_n(&pl_fast.free, fns.free, __ATOMIC_RELAXED);
+}
+
+static void free_unresolved(void *p) {
+  next_resolve();
+  pl_next_fns.free(p);
 }
 
 /* Whether a large request may be placed: the library is active and this
@@ -122,8 +127,8 @@ typedef enum owner { OWNER_PROCESS, OWNER_PLACED, OWNER_ARENA } owner;
 
 static owner owner_of(const void *p, size_t *size, const char *caller) {
   uintptr_t a = (uintptr_t)p;
-  if (a - __atomic_load_n(&pl_range_lo, __ATOMIC_RELAXED) >=
-      __atomic_load_n(&pl_range_hi, __ATOMIC_RELAXED) - __atomic_load_n(&pl_range_lo, __ATOMIC_RELAXED))
+  uintptr_t lo = __atomic_load_n(&pl_fast.range_lo, __ATOMIC_RELAXED);
+  if (a - lo >= __atomic_load_n(&pl_fast.range_hi, __ATOMIC_RELAXED) - lo)
     return OWNER_PROCESS;
   pl_inside |= PL_INSIDE;
   *size = pl_block_size(p, caller);
@@ -152,8 +157,8 @@ static __attribute__((noinline)) void *malloc_slow(size_t size) {
 }
 
 PL_EXPORT void *malloc(size_t size) {
-  if (__builtin_expect(size < pl_min_fast, 1))
-    return pl_next_fns.malloc(size);
+  if (__builtin_expect(size < pl_fast.min_fast, 1))
+    return pl_fast.malloc(size);
   return malloc_slow(size);
 }
 
@@ -163,7 +168,7 @@ PL_EXPORT void *calloc(size_t n, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  if (__builtin_expect(total < pl_min_fast, 1))
+  if (__builtin_expect(total < pl_fast.min_fast, 1))
     return pl_next_fns.calloc(n, size);
   if (pl_inside & PL_RESOLVING)
     return boot_alloc(total, 16); /* the buffer is never reused: still zero */
@@ -197,12 +202,11 @@ static __attribute__((noinline)) void free_slow(void *p) {
 
 PL_EXPORT void free(void *p) {
   uintptr_t a = (uintptr_t)p;
-  uintptr_t lo = __atomic_load_n(&pl_range_lo, __ATOMIC_RELAXED);
-  void (*next_free)(void *) = __atomic_load_n(&pl_next_fns.free, __ATOMIC_RELAXED);
-  if (__builtin_expect(a - lo >= __atomic_load_n(&pl_range_hi, __ATOMIC_RELAXED) - lo &&
-                           !boot_owns(p) && next_free != NULL,
+  uintptr_t lo = __atomic_load_n(&pl_fast.range_lo, __ATOMIC_RELAXED);
+  if (__builtin_expect(a - lo >= __atomic_load_n(&pl_fast.range_hi, __ATOMIC_RELAXED) - lo &&
+                           !boot_owns(p),
                        1)) {
-    next_free(p);
+    __atomic_load_n(&pl_fast.free, __ATOMIC_RELAXED)(p);
     return;
   }
   free_slow(p);
@@ -235,7 +239,7 @@ PL_EXPORT void *realloc(void *p, size_t size) {
   if (who == OWNER_ARENA)
     return sicm_realloc(p, size);
   if (who == OWNER_PROCESS) {
-    if (size < pl_min_fast || !may_place(size))
+    if (size < pl_fast.min_fast || !may_place(size))
       return pl_next_fns.realloc(p, size);
     old_size = pl_next_fns.malloc_usable_size ? pl_next_fns.malloc_usable_size(p) : 0;
     void *q = old_size ? place(size, 0, 0) : NULL;
@@ -289,7 +293,7 @@ static int power_of_two(size_t v) {
 static void *aligned_place(size_t align, size_t size) {
   if (pl_inside & PL_RESOLVING)
     return power_of_two(align) ? boot_alloc(size, align) : NULL;
-  if (size < pl_min_fast || !power_of_two(align) || !may_place(size))
+  if (size < pl_fast.min_fast || !power_of_two(align) || !may_place(size))
     return NULL;
   return place(size, align, 0);
 }
@@ -367,7 +371,7 @@ __attribute__((constructor)) static void pl_init(void) {
   next_resolve();
   const char *text = getenv("SICM_PRELOAD");
   if (text != NULL && strcmp(text, "off") == 0) {
-    pl_min_fast = SIZE_MAX;
+    pl_fast.min_fast = SIZE_MAX;
     return;
   }
   pl_inside |= PL_INSIDE;
@@ -379,7 +383,7 @@ __attribute__((constructor)) static void pl_init(void) {
   pl_inside &= ~PL_INSIDE;
   if (!ok) {
     pl_warn("inactive: every allocation goes to the process allocator", "");
-    pl_min_fast = SIZE_MAX;
+    pl_fast.min_fast = SIZE_MAX;
     return;
   }
   pthread_atfork(fork_prepare, fork_release, fork_release);
@@ -393,7 +397,7 @@ __attribute__((constructor)) static void pl_init(void) {
     sigaction(pl_conf.stats_signal, &sa, NULL);
   }
   pl_active = 1;
-  __atomic_store_n(&pl_min_fast, pl_conf.min, __ATOMIC_RELEASE);
+  __atomic_store_n(&pl_fast.min_fast, pl_conf.min, __ATOMIC_RELEASE);
 }
 
 __attribute__((destructor)) static void pl_exit(void) {

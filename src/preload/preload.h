@@ -61,9 +61,17 @@ extern pl_config pl_conf;
 extern pl_next pl_next_fns;
 /* Taken for arena creation and the live-block table; held across fork. */
 extern pthread_mutex_t pl_lock;
-/* Lowest and highest address any tier's arena returned: the cheap test
- * that keeps most frees of the process allocator's memory from a lookup. */
-extern uintptr_t pl_range_lo, pl_range_hi;
+/* What malloc and free read on every call, on one cache line. */
+typedef struct pl_hot {
+  size_t min_fast;                /* below it, straight to the process allocator;
+                                     0 until the library is ready, SIZE_MAX if inactive */
+  void *(*malloc)(size_t);        /* the process allocator's, once known */
+  void (*free)(void *);           /* the process allocator's, or one that finds it */
+  /* Lowest and highest address any tier's arena returned: the cheap test
+   * that keeps most frees of the process allocator's memory from a lookup. */
+  uintptr_t range_lo, range_hi;
+} __attribute__((aligned(64))) pl_hot;
+extern pl_hot pl_fast;
 
 /* preload_conf.c: parse `text` (SICM_PRELOAD) into pl_conf and resolve its
  * devices.  Returns 0, or -1 after writing why to stderr (the preload then

@@ -22,7 +22,6 @@
 #include "preload.h"
 
 pthread_mutex_t pl_lock = PTHREAD_MUTEX_INITIALIZER;
-uintptr_t pl_range_lo = UINTPTR_MAX, pl_range_hi = 0;
 static size_t fallback_count, fallback_bytes;
 /* With statistics on: bytes of freed blocks' pages per node, when freed. */
 #define PL_NODES_MAX 64
@@ -170,13 +169,13 @@ static void tier_account(pl_tier *t, size_t size, unsigned tier) {
 }
 
 static void range_extend(uintptr_t lo, uintptr_t hi) {
-  uintptr_t cur = __atomic_load_n(&pl_range_lo, __ATOMIC_RELAXED);
+  uintptr_t cur = __atomic_load_n(&pl_fast.range_lo, __ATOMIC_RELAXED);
   while (lo < cur &&
-         !__atomic_compare_exchange_n(&pl_range_lo, &cur, lo, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+         !__atomic_compare_exchange_n(&pl_fast.range_lo, &cur, lo, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
     ;
-  cur = __atomic_load_n(&pl_range_hi, __ATOMIC_RELAXED);
+  cur = __atomic_load_n(&pl_fast.range_hi, __ATOMIC_RELAXED);
   while (hi > cur &&
-         !__atomic_compare_exchange_n(&pl_range_hi, &cur, hi, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+         !__atomic_compare_exchange_n(&pl_fast.range_hi, &cur, hi, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
     ;
 }
 
