@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Marks what libsicm.so exports: the library is built with hidden
  * visibility, so a function without it is internal. */
@@ -353,6 +354,23 @@ typedef struct sicm_arena_stats {
 /* Statistics of one arena (jemalloc's, refreshed on each call).  Returns 0,
  * or -1 with errno EINVAL (bad handle or out NULL), ESTALE, or EIO. */
 SICM_API int sicm_arena_stats_get(sicm_arena sa, sicm_arena_stats *out);
+
+/* Flags of sicm_stats_print(). */
+enum sicm_stats_flags {
+  SICM_STATS_JSON = 1u << 0, /* one JSON object instead of text lines */
+};
+
+/* Print what every live arena holds and did — its devices, bytes held and
+ * allocated, resident bytes per NUMA node, migrations done with their
+ * total time and bytes moved — then the same totals for arenas destroyed
+ * before, to `out` (NULL: stderr).  The library's default arenas are
+ * included and marked.  Setting the environment variable SICM_STATS before
+ * sicm_init() prints this report at exit (or at the last sicm_fini(),
+ * whichever comes first): `1` or `text` to stderr, `json` to stderr as
+ * JSON, anything else is a file to append to (JSON when it ends in
+ * `.json`).  Unset, it costs nothing.  Returns 0, or -1 with errno EPERM
+ * (not initialized), EINVAL (unknown flag) or EIO (writing failed). */
+SICM_API int sicm_stats_print(FILE *out, unsigned flags);
 
 /* Where the arena's pages are: adds to bytes[n] the bytes of its resident
  * pages on node n, for n < nnodes (pages on higher nodes are not counted).

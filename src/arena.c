@@ -105,6 +105,7 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   a->binding = *config->binding;
   a->thp_advised = 0;
   a->migrated = 0;
+  a->migrations_done = a->migrations_failed = a->migration_ns = a->migration_bytes = 0;
   a->owner = NULL;
   if (a->ops->open(a, config->kind_arg) != 0) {
     int err = errno;
@@ -146,6 +147,7 @@ static int arena_destroy_locked(sc_arena *a) {
   __atomic_fetch_add(&sicm_epoch_v1, 1, __ATOMIC_RELEASE);
   int rc = a->ops->close(a);
   int err = errno;
+  sc_report_arena_gone(a);
   sc_window_release_all(a);
   __atomic_store_n(&a->held, 0, __ATOMIC_RELAXED);
   errno = err;

@@ -91,10 +91,20 @@ struct sc_arena {
   pthread_mutex_t kind_lock;
   int migrated;                 /* last_migration is valid */
   sicm_migration_report last_migration;
+  /* Totals for sicm_stats_print (atomic; written under migrate_lock). */
+  uint64_t migrations_done, migrations_failed, migration_ns, migration_bytes;
   /* The kind's own data (arena_je.h, shared.h); records live as long as
    * the process, so it is storage here, not a pointer to free. */
   unsigned char kind_data[SC_ARENA_KIND_DATA] __attribute__((aligned(64)));
 };
+
+/* ---- arena_report.c: sicm_stats_print and SICM_STATS ---- */
+/* Adds a destroyed arena's migrations to the totals of the report. */
+void sc_report_arena_gone(const sc_arena *a);
+/* Reads SICM_STATS; when set, the report is written at exit (once). */
+void sc_report_setup(void);
+/* The last sicm_fini: write the report now, while the arenas exist. */
+void sc_report_before_fini(void);
 
 /* ---- arena.c: slots, handles, lifecycle ---- */
 /* Slot i's record, or NULL; records are never freed (stale handles and

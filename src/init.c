@@ -63,8 +63,10 @@ int sicm_init(void) {
       errno = err;
     }
   }
-  if (rc == 0 && init_refs++ == 0)
+  if (rc == 0 && init_refs++ == 0) {
     sc_state_publish(1);
+    sc_report_setup();
+  }
   pthread_mutex_unlock(&init_lock);
   return rc;
 }
@@ -75,6 +77,8 @@ int sicm_fini(void) {
     pthread_mutex_unlock(&init_lock);
     return sc_fail(EPERM, "sicm_fini: the library is not initialized");
   }
+  if (init_refs == 1)
+    sc_report_before_fini();
   if (init_refs == 1 && sc_arenas_release_all() != 0) {
     pthread_mutex_unlock(&init_lock);
     return -1;

@@ -381,6 +381,9 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
   report->nanoseconds = now_ns() - start;
   a->last_migration = *report;
   a->migrated = 1;
+  __atomic_fetch_add(rc == 0 ? &a->migrations_done : &a->migrations_failed, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&a->migration_ns, report->nanoseconds, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&a->migration_bytes, report->bytes_moved, __ATOMIC_RELAXED);
   errno = err;
   return rc;
 }

@@ -1,0 +1,184 @@
+/* arena_report.c: what the arenas did, for people — sicm_stats_print()
+ * and the report SICM_STATS asks for at exit.  Per live arena: its
+ * devices, bytes held and allocated, resident bytes per node, migrations
+ * and their time; then totals for arenas destroyed before.  Reads only
+ * through the public calls on a handle, so an arena destroyed meanwhile is
+ * skipped, not read after its end. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arena.h"
+
+/* Totals of destroyed arenas (atomic). */
+static struct {
+  uint64_t arenas, migrations, failed, nanoseconds, bytes_moved;
+} gone;
+
+void sc_report_arena_gone(const sc_arena *a) {
+  __atomic_fetch_add(&gone.arenas, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&gone.migrations, a->migrations_done, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&gone.failed, a->migrations_failed, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&gone.nanoseconds, a->migration_ns, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&gone.bytes_moved, a->migration_bytes, __ATOMIC_RELAXED);
+}
+
+#define REPORT_NODES 64
+
+typedef struct arena_line {
+  sicm_arena handle;
+  unsigned slot;
+  int library_default;
+  unsigned ndevices;
+  sicm_device *devices[SICM_ARENA_DEVICES_MAX];
+  sicm_arena_stats stats;
+  size_t resident[REPORT_NODES];
+  uint64_t migrations, failed, nanoseconds, bytes_moved;
+} arena_line;
+
+/* A snapshot of slot `slot`'s arena; 0 if it is not live. */
+static int line_take(unsigned slot, arena_line *out) {
+  sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
+  uint64_t generation = a ? __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) : 0;
+  if (generation == 0)
+    return 0;
+  memset(out, 0, sizeof *out);
+  out->handle = sc_arena_handle(a, generation);
+  out->slot = slot;
+  out->library_default = a->library_default;
+  int saved = errno;
+  int n = sicm_arena_get_devices(out->handle, out->devices, SICM_ARENA_DEVICES_MAX);
+  int ok = n >= 0 && sicm_arena_stats_get(out->handle, &out->stats) == 0;
+  if (ok)
+    sicm_arena_residency(out->handle, out->resident, REPORT_NODES); /* best effort */
+  errno = saved;
+  if (!ok)
+    return 0; /* destroyed meanwhile */
+  out->ndevices = (unsigned)n < SICM_ARENA_DEVICES_MAX ? (unsigned)n : SICM_ARENA_DEVICES_MAX;
+  out->migrations = __atomic_load_n(&a->migrations_done, __ATOMIC_RELAXED);
+  out->failed = __atomic_load_n(&a->migrations_failed, __ATOMIC_RELAXED);
+  out->nanoseconds = __atomic_load_n(&a->migration_ns, __ATOMIC_RELAXED);
+  out->bytes_moved = __atomic_load_n(&a->migration_bytes, __ATOMIC_RELAXED);
+  return 1;
+}
+
+static void text_line(FILE *out, const arena_line *l) {
+  fprintf(out, "arena %u%s:", l->slot, l->library_default ? " (default)" : "");
+  for (unsigned i = 0; i < l->ndevices; i++)
+    fprintf(out, "%s node %d %s", i ? "," : " devices", l->devices[i]->node,
+            sicm_device_kind_name(l->devices[i]->kind));
+  fprintf(out, "; held %zu, allocated %zu; resident", l->stats.held, l->stats.allocated);
+  int any = 0;
+  for (unsigned n = 0; n < REPORT_NODES; n++)
+    if (l->resident[n] != 0)
+      fprintf(out, "%s node %u %zu", any++ ? "," : "", n, l->resident[n]);
+  fprintf(out, "%s; migrations %llu (%.6f s, %llu bytes moved), %llu failed\n", any ? "" : " none",
+          (unsigned long long)l->migrations, (double)l->nanoseconds / 1e9,
+          (unsigned long long)l->bytes_moved, (unsigned long long)l->failed);
+}
+
+static void json_line(FILE *out, const arena_line *l, int first) {
+  fprintf(out, "%s\n    {\"arena\": %u, \"default\": %s, \"devices\": [", first ? "" : ",", l->slot,
+          l->library_default ? "true" : "false");
+  for (unsigned i = 0; i < l->ndevices; i++)
+    fprintf(out, "%s{\"node\": %d, \"kind\": \"%s\"}", i ? ", " : "", l->devices[i]->node,
+            sicm_device_kind_name(l->devices[i]->kind));
+  fprintf(out, "], \"held\": %zu, \"allocated\": %zu, \"resident\": {", l->stats.held,
+          l->stats.allocated);
+  int any = 0;
+  for (unsigned n = 0; n < REPORT_NODES; n++)
+    if (l->resident[n] != 0)
+      fprintf(out, "%s\"%u\": %zu", any++ ? ", " : "", n, l->resident[n]);
+  fprintf(out,
+          "}, \"migrations\": %llu, \"migrations_failed\": %llu, \"migration_seconds\": %.6f, "
+          "\"bytes_moved\": %llu}",
+          (unsigned long long)l->migrations, (unsigned long long)l->failed,
+          (double)l->nanoseconds / 1e9, (unsigned long long)l->bytes_moved);
+}
+
+int sicm_stats_print(FILE *out, unsigned flags) {
+  if (sc_state_get() == NULL)
+    return -1;
+  if ((flags & ~(unsigned)SICM_STATS_JSON) != 0)
+    return sc_fail(EINVAL, "sicm_stats_print: unknown flags 0x%x", flags);
+  if (out == NULL)
+    out = stderr;
+  int json = flags & SICM_STATS_JSON;
+  arena_line line;
+  unsigned live = 0;
+  if (json)
+    fprintf(out, "{\"pid\": %ld, \"arenas\": [", (long)getpid());
+  else
+    fprintf(out, "sicm stats, pid %ld (bytes; resident pages per NUMA node)\n", (long)getpid());
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    if (!line_take(slot, &line))
+      continue;
+    if (json)
+      json_line(out, &line, live == 0);
+    else
+      text_line(out, &line);
+    live++;
+  }
+  uint64_t arenas = __atomic_load_n(&gone.arenas, __ATOMIC_RELAXED);
+  uint64_t migrations = __atomic_load_n(&gone.migrations, __ATOMIC_RELAXED);
+  uint64_t failed = __atomic_load_n(&gone.failed, __ATOMIC_RELAXED);
+  double seconds = (double)__atomic_load_n(&gone.nanoseconds, __ATOMIC_RELAXED) / 1e9;
+  unsigned long long moved = __atomic_load_n(&gone.bytes_moved, __ATOMIC_RELAXED);
+  if (json)
+    fprintf(out,
+            "\n  ],\n  \"destroyed\": {\"arenas\": %llu, \"migrations\": %llu, "
+            "\"migrations_failed\": %llu, \"migration_seconds\": %.6f, \"bytes_moved\": %llu}}\n",
+            (unsigned long long)arenas, (unsigned long long)migrations, (unsigned long long)failed,
+            seconds, moved);
+  else
+    fprintf(out,
+            "%u live arenas; destroyed before: %llu arenas, migrations %llu (%.6f s, %llu bytes "
+            "moved), %llu failed\n",
+            live, (unsigned long long)arenas, (unsigned long long)migrations, seconds, moved,
+            (unsigned long long)failed);
+  if (fflush(out) != 0 || ferror(out))
+    return sc_fail(EIO, "sicm_stats_print: writing failed");
+  return 0;
+}
+
+/* ---- SICM_STATS: the report at exit ---- */
+
+static char report_path[512];
+static unsigned report_flags;
+static int report_wanted, report_done;
+
+static void report_write(void) {
+  if (__atomic_exchange_n(&report_done, 1, __ATOMIC_ACQ_REL))
+    return;
+  FILE *out = report_path[0] ? fopen(report_path, "a") : stderr;
+  if (out == NULL) {
+    fprintf(stderr, "sicm: SICM_STATS: cannot open %s\n", report_path);
+    return;
+  }
+  sicm_stats_print(out, report_flags);
+  if (out != stderr)
+    fclose(out);
+}
+
+void sc_report_setup(void) {
+  const char *env = getenv("SICM_STATS");
+  if (env == NULL || env[0] == '\0' || strcmp(env, "0") == 0 || report_wanted)
+    return;
+  report_wanted = 1;
+  if (strcmp(env, "json") == 0) {
+    report_flags = SICM_STATS_JSON;
+  } else if (strcmp(env, "1") != 0 && strcmp(env, "text") != 0) {
+    snprintf(report_path, sizeof report_path, "%s", env);
+    size_t n = strlen(report_path);
+    if (n > 5 && strcmp(report_path + n - 5, ".json") == 0)
+      report_flags = SICM_STATS_JSON;
+  }
+  atexit(report_write);
+}
+
+void sc_report_before_fini(void) {
+  if (report_wanted)
+    report_write();
+}
