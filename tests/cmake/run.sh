@@ -16,16 +16,19 @@ echo "installed: ${config#$stage}"
 # A sanitizer build's library needs the sanitizer in the program too.
 flags=${SANITIZER_FLAGS:-}
 cmake -S "$src/tests/cmake" -B "$stage/build" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_C_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$stage/cmake.log" 2>&1 ||
+  -DCMAKE_C_FLAGS="$flags" -DCMAKE_Fortran_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$stage/cmake.log" 2>&1 ||
   { cat "$stage/cmake.log"; exit 1; }
 cmake --build "$stage/build" >"$stage/build.log" 2>&1 || { cat "$stage/build.log"; exit 1; }
 out=$("$stage/build/user") || { echo "user program failed: $out"; exit 1; }
 echo "$out"
 case $out in *", ok") ;; *) exit 1 ;; esac
+if grep -q '^SICM_FC = /' "$b/Makefile"; then
+  "$stage/build/user_fortran" || { echo "the Fortran user program was not built or failed"; exit 1; }
+fi
 # find_package(sicm 9.0) must not accept 0.x.
 mkdir "$stage/v9"
 sed 's/find_package(sicm 0.1 /find_package(sicm 9.0 /' "$src/tests/cmake/CMakeLists.txt" >"$stage/v9/CMakeLists.txt"
-cp "$src/tests/cmake/user.c" "$stage/v9/"
+cp "$src/tests/cmake/user.c" "$src/tests/cmake/user.f90" "$stage/v9/"
 if cmake -S "$stage/v9" -B "$stage/v9/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null 2>&1; then
   echo "find_package(sicm 9.0) accepted version 0.x"
   exit 1
