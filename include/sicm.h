@@ -87,6 +87,9 @@ typedef enum sicm_source {
   SICM_SOURCE_CONFIG,   /* the administrator configuration file */
   SICM_SOURCE_ESTIMATE, /* another initiator's value scaled by NUMA distance */
   SICM_SOURCE_TOPOLOGY, /* the topology alone: CPUs, capacity, NUMA distance */
+  SICM_SOURCE_SUBTYPE,  /* hwloc's description of the node: its subtype (HBM,
+                           MCDRAM, GPUMemory, NVM, CXL-DRAM, ...) or DAX device */
+  SICM_SOURCE_MEMORY_TIER, /* Linux memory tiers (/sys/devices/virtual/memory_tiering) */
 } sicm_source;
 
 /* Access performance of a device seen from one initiator (a node with CPUs).
@@ -107,7 +110,7 @@ typedef struct sicm_device {
   unsigned index;          /* position in sicm_devices()->devices */
   int node;                /* NUMA node (OS index) */
   sicm_device_kind kind;
-  sicm_source kind_source; /* TOPOLOGY, FIRMWARE or CONFIG */
+  sicm_source kind_source; /* FIRMWARE, CONFIG, SUBTYPE, MEMORY_TIER or TOPOLOGY */
   size_t page_size;        /* bytes */
   size_t capacity;         /* bytes (hugetlb: pages reserved x page size) */
   int has_cpus;            /* 1 if the node has CPUs */
@@ -153,7 +156,8 @@ SICM_API int sicm_node_self(void);
 SICM_API int sicm_node_of_cpus(const unsigned *cpus, size_t ncpus);
 
 /* Printable names: "dram", "hbm", "capacity", "unknown"; "none",
- * "firmware", "config", "estimate", "topology".  Never NULL. */
+ * "firmware", "config", "estimate", "topology", "subtype", "memory-tier".
+ * Never NULL. */
 SICM_API const char *sicm_device_kind_name(sicm_device_kind kind);
 SICM_API const char *sicm_source_name(sicm_source source);
 

@@ -228,6 +228,8 @@ const char *sicm_source_name(sicm_source source) {
   case SICM_SOURCE_CONFIG: return "config";
   case SICM_SOURCE_ESTIMATE: return "estimate";
   case SICM_SOURCE_TOPOLOGY: return "topology";
+  case SICM_SOURCE_SUBTYPE: return "subtype";
+  case SICM_SOURCE_MEMORY_TIER: return "memory-tier";
   default: return "none";
   }
 }

@@ -1,5 +1,6 @@
 /* device_topo.c: discovery of NUMA nodes, distances and memory attributes through hwloc. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,7 +177,14 @@ int sc_topo_discover(sc_topo *topo) {
     node->capacity = objs[i]->attr->numanode.local_memory;
     node->has_cpus = node_has_cpus(topo, i, objs);
     node->cpuset = node->has_cpus ? hwloc_bitmap_dup(objs[i]->cpuset) : hwloc_bitmap_alloc();
+    if (objs[i]->subtype != NULL)
+      snprintf(node->subtype, sizeof node->subtype, "%s", objs[i]->subtype);
+    /* hwloc's Linux backend names the DAX device behind a kmem node. */
+    node->dax = hwloc_obj_get_info_by_name(objs[i], "DAXDevice") != NULL;
+    node->memory_tier = -1;
   }
+  if (topo->is_this_system)
+    sc_memory_tiers_read("/sys/devices/virtual/memory_tiering", topo);
   topo_read_distances(topo, hw, objs);
   topo_read_perf(topo, hw, objs);
   free(objs);

@@ -21,6 +21,9 @@ typedef struct sc_node {
   int has_cpus;
   uint64_t capacity;      /* bytes of base-page memory */
   hwloc_bitmap_t cpuset;  /* CPUs of the node (OS indices) */
+  char subtype[16];       /* hwloc's subtype ("HBM", "MCDRAM", "NVM", ...), or "" */
+  int dax;                /* memory of a DAX device given to the kernel (kmem) */
+  int memory_tier;        /* Linux memory tier (higher: slower), -1 when unknown */
 } sc_node;
 
 /* The NUMA topology as discovered, then amended by the configuration file. */
@@ -55,6 +58,12 @@ unsigned sc_topo_distance(const sc_topo *topo, unsigned from, unsigned to);
 sc_perf_cell *sc_topo_perf(const sc_topo *topo, unsigned initiator, unsigned target);
 /* Position of the CPU node nearest to `target` (ties: lowest node), or -1. */
 int sc_topo_nearest_initiator(const sc_topo *topo, unsigned target);
+
+/* ---- device_tier.c: Linux memory tiers ---- */
+/* Sets memory_tier of the nodes listed under `dir` (normally
+ * /sys/devices/virtual/memory_tiering: memory_tierN/nodelist).  Returns how
+ * many tiers it read; 0 when there are none (kernels before 6.1). */
+unsigned sc_memory_tiers_read(const char *dir, sc_topo *topo);
 
 /* ---- device_conf.c: administrator configuration file ---- */
 /* Parses `path`; unknown nodes are checked against topo.  On failure -1

@@ -169,3 +169,44 @@ TEST_F(RecordedHmat4, ConfigOverridesFirmwareAndReordersRanking) {
 }
 
 }  // namespace
+
+// Machines whose firmware gives no memory attributes: hwloc's node subtype
+// (or the DAX device behind a kmem node) decides, recorded as its source.
+// The XML files say where each fact about those machines comes from.
+struct NoAttributesCase {
+  const char *xml;
+  int node;
+  sicm_device_kind kind;
+  sicm_source source;
+};
+
+class WithoutMemoryAttributes : public ::testing::TestWithParam<NoAttributesCase> {};
+
+TEST_P(WithoutMemoryAttributes, KindComesFromTheNodeSubtype) {
+  const NoAttributesCase &c = GetParam();
+  ScopedEnv xml("HWLOC_XMLFILE", SourcePath(c.xml).c_str());
+  ScopedEnv conf("SICM_DEVICES_CONF", nullptr);
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  const sicm_device *d = sicm_device_of_node(c.node, 0);
+  ASSERT_NE(nullptr, d) << c.xml;
+  EXPECT_EQ(c.kind, d->kind) << c.xml << " node " << c.node;
+  EXPECT_EQ(c.source, d->kind_source) << c.xml << " node " << c.node << ": "
+                                      << sicm_source_name(d->kind_source);
+  EXPECT_EQ(0u, d->perf.read_bandwidth) << "the file has no bandwidth";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RecordedMachines, WithoutMemoryAttributes,
+    ::testing::Values(
+        NoAttributesCase{"tests/data/knl-flat.xml", 0, SICM_KIND_DRAM, SICM_SOURCE_TOPOLOGY},
+        NoAttributesCase{"tests/data/knl-flat.xml", 1, SICM_KIND_HBM, SICM_SOURCE_SUBTYPE},
+        NoAttributesCase{"tests/data/dax-kmem.xml", 1, SICM_KIND_CAPACITY, SICM_SOURCE_SUBTYPE},
+        NoAttributesCase{"tests/data/spr-hbm-nohmat.xml", 1, SICM_KIND_DRAM, SICM_SOURCE_TOPOLOGY},
+        NoAttributesCase{"tests/data/spr-hbm-nohmat.xml", 2, SICM_KIND_HBM, SICM_SOURCE_SUBTYPE},
+        NoAttributesCase{"tests/data/spr-hbm-nohmat.xml", 3, SICM_KIND_HBM, SICM_SOURCE_SUBTYPE}));
+
+TEST(WithoutMemoryAttributesNames, SourcesHaveNames) {
+  EXPECT_STREQ("subtype", sicm_source_name(SICM_SOURCE_SUBTYPE));
+  EXPECT_STREQ("memory-tier", sicm_source_name(SICM_SOURCE_MEMORY_TIER));
+}

@@ -3,6 +3,7 @@
 // shards, the shared heap's size classes, and the configuration-file parser.  Linked with the
 // convenience library, not libsicm.so.
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -199,3 +200,47 @@ TEST_F(ConfParser, FailureReleasesWhatWasParsed) {
 }
 
 }  // namespace
+
+// Linux memory tiers (as under /sys/devices/virtual/memory_tiering): a
+// memory-only node in a slower tier than its initiator's DRAM is capacity
+// memory, in a faster one HBM; the same tier says nothing.
+TEST(MemoryTiers, TierAgainstTheInitiatorsDecidesTheKind) {
+  char dir[] = "/tmp/sicm-tiers-XXXXXX";
+  ASSERT_NE(nullptr, mkdtemp(dir));
+  auto tier = [&](const char *name, const char *nodes) {
+    std::string d = std::string(dir) + "/" + name;
+    mkdir(d.c_str(), 0755);
+    FILE *f = fopen((d + "/nodelist").c_str(), "w");
+    fputs(nodes, f);
+    fclose(f);
+  };
+  tier("memory_tier1", "3\n");
+  tier("memory_tier4", "0-1\n");
+  tier("memory_tier22", "2,4\n");
+  sc_node nodes[5] = {};
+  unsigned distance[25], n = 5;
+  sc_perf_cell perf[25] = {};
+  for (unsigned i = 0; i < n; i++) {
+    nodes[i].id = (int)i;
+    nodes[i].has_cpus = i < 2;
+    nodes[i].memory_tier = -1;
+    for (unsigned j = 0; j < n; j++) distance[i * n + j] = i == j ? 10 : 20;
+  }
+  sc_topo topo = {n, nodes, distance, perf, 1};
+  EXPECT_EQ(3u, sc_memory_tiers_read(dir, &topo));
+  EXPECT_EQ(4, nodes[0].memory_tier);
+  EXPECT_EQ(22, nodes[4].memory_tier);
+  sicm_source source;
+  EXPECT_EQ(SICM_KIND_CAPACITY, sc_classify(&topo, 2, &source));
+  EXPECT_EQ(SICM_SOURCE_MEMORY_TIER, source);
+  EXPECT_EQ(SICM_KIND_HBM, sc_classify(&topo, 3, &source));
+  EXPECT_EQ(SICM_SOURCE_MEMORY_TIER, source);
+  nodes[4].memory_tier = 4;  // the initiator's tier: no information
+  EXPECT_EQ(SICM_KIND_UNKNOWN, sc_classify(&topo, 4, &source));
+  strcpy(nodes[4].subtype, "CXL-DRAM");  // hwloc's subtype comes first
+  EXPECT_EQ(SICM_KIND_CAPACITY, sc_classify(&topo, 4, &source));
+  EXPECT_EQ(SICM_SOURCE_SUBTYPE, source);
+  EXPECT_EQ(0u, sc_memory_tiers_read("/nonexistent/memory_tiering", &topo));
+  std::string rm = std::string("rm -rf ") + dir;
+  EXPECT_EQ(0, system(rm.c_str()));
+}
