@@ -334,6 +334,15 @@ static void nodes_write(pl_text *t, int fd, const char *what, size_t *bytes) {
   pl_text_flush(t, fd);
 }
 
+/* "<label>N (size)" from two counters. */
+static void count_and_size(pl_text *t, const char *label, size_t *count, size_t *bytes) {
+  pl_text_str(t, label);
+  pl_text_num(t, __atomic_load_n(count, __ATOMIC_RELAXED));
+  pl_text_str(t, " (");
+  pl_text_size(t, __atomic_load_n(bytes, __ATOMIC_RELAXED));
+  pl_text_str(t, ")");
+}
+
 void pl_stats_write(int with_residency) {
   int fd = 2;
   if (pl_conf.stats_path[0] != '\0') {
@@ -359,15 +368,9 @@ void pl_stats_write(int with_residency) {
     pl_text_num(&t, (uint64_t)tier->device->node);
     pl_text_str(&t, " ");
     pl_text_str(&t, sicm_device_kind_name(tier->device->kind));
-    pl_text_str(&t, ": placed ");
-    pl_text_num(&t, __atomic_load_n(&tier->placed_count, __ATOMIC_RELAXED));
-    pl_text_str(&t, " (");
-    pl_text_size(&t, __atomic_load_n(&tier->placed_bytes, __ATOMIC_RELAXED));
-    pl_text_str(&t, "), spilled here ");
-    pl_text_num(&t, __atomic_load_n(&tier->spilled_count, __ATOMIC_RELAXED));
-    pl_text_str(&t, " (");
-    pl_text_size(&t, __atomic_load_n(&tier->spilled_bytes, __ATOMIC_RELAXED));
-    pl_text_str(&t, "), live ");
+    count_and_size(&t, ": placed ", &tier->placed_count, &tier->placed_bytes);
+    count_and_size(&t, ", spilled here ", &tier->spilled_count, &tier->spilled_bytes);
+    pl_text_str(&t, ", live ");
     pl_text_size(&t, __atomic_load_n(&tier->live, __ATOMIC_RELAXED));
     pl_text_str(&t, ", peak ");
     pl_text_size(&t, __atomic_load_n(&tier->peak, __ATOMIC_RELAXED));
@@ -381,11 +384,9 @@ void pl_stats_write(int with_residency) {
     if (with_residency && arena != NULL)
       sicm_arena_residency(arena, resident, PL_NODES_MAX);
   }
-  pl_text_str(&t, "libsicm-preload: process allocator: ");
-  pl_text_num(&t, __atomic_load_n(&fallback_count, __ATOMIC_RELAXED));
-  pl_text_str(&t, " large allocations no device had room for (");
-  pl_text_size(&t, __atomic_load_n(&fallback_bytes, __ATOMIC_RELAXED));
-  pl_text_str(&t, ")\n");
+  count_and_size(&t, "libsicm-preload: to the process allocator, no device having room: ",
+                 &fallback_count, &fallback_bytes);
+  pl_text_str(&t, "\n");
   pl_text_flush(&t, fd);
   nodes_write(&t, fd, "pages of blocks when they were freed:", freed_resident);
   if (with_residency)

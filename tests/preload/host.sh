@@ -63,7 +63,7 @@ step "statistics" sh -c '
     LD_PRELOAD='"$lib"' LD_LIBRARY_PATH='"$b"'/src/.libs '"$check"' budget >/dev/null &&
   cat '"$stats"' &&
   grep -q "node 0 dram: placed 6 (13.0 MiB), spilled here 0 (0 B), live 0 B, peak 8.0 MiB, budget 8.0 MiB" '"$stats"' &&
-  grep -q "process allocator: 1 large allocations" '"$stats"''
+  grep -q "to the process allocator, no device having room: 1 (2.0 MiB)" '"$stats"''
 rm -f "$stats"
 on_signal() {
   out=$(run "min=1M;device=node:0;signal=USR1" signal 2>&1) || return 1
