@@ -69,11 +69,12 @@ static void *next_sym(const char *name) {
 /* Find the process allocator.  Idempotent; concurrent callers find the
  * same functions. */
 static void next_resolve(void) {
-  if (__atomic_load_n(&pl_next_fns.free, __ATOMIC_ACQUIRE) != NULL)
+  if (__atomic_load_n(&pl_fast.malloc, __ATOMIC_ACQUIRE) != NULL)
     return;
   pl_inside |= PL_RESOLVING;
   pl_next fns;
-  fns.malloc = next_sym("malloc");
+  void *(*next_malloc)(size_t) = next_sym("malloc");
+  void (*next_free)(void *) = next_sym("free");
   fns.calloc = next_sym("calloc");
   fns.realloc = next_sym("realloc");
   fns.posix_memalign = next_sym("posix_memalign");
@@ -82,29 +83,27 @@ static void next_resolve(void) {
   fns.valloc = next_sym("valloc");
   fns.pvalloc = next_sym("pvalloc");
   fns.malloc_usable_size = next_sym("malloc_usable_size");
-  fns.free = next_sym("free");
   pl_inside &= ~PL_RESOLVING;
-  if (fns.malloc == NULL || fns.free == NULL || fns.calloc == NULL || fns.realloc == NULL) {
+  if (next_malloc == NULL || next_free == NULL || fns.calloc == NULL || fns.realloc == NULL) {
     pl_warn("no process allocator after this library (dlsym found no malloc)", "");
     abort();
   }
-  pl_next_fns.malloc = fns.malloc;
-  pl_next_fns.calloc = fns.calloc;
-  pl_next_fns.realloc = fns.realloc;
-  pl_next_fns.posix_memalign = fns.posix_memalign;
-  pl_next_fns.aligned_alloc = fns.aligned_alloc;
-  pl_next_fns.memalign = fns.memalign;
-  pl_next_fns.valloc = fns.valloc;
-  pl_next_fns.pvalloc = fns.pvalloc;
-  pl_next_fns.malloc_usable_size = fns.malloc_usable_size;
-  __atomic_store_n(&pl_next_fns.free, fns.free, __ATOMIC_RELEASE);
-  __atomic_store_n(&pl_fast.malloc, fns.malloc, __ATOMIC_RELAXED);
-  __atomic_store_n(&pl_fast.free, fns.free, __ATOMIC_RELAXED);
+  pl_next_fns = fns;
+  __atomic_store_n(&pl_fast.free, next_free, __ATOMIC_RELAXED);
+  /* Last: a thread that sees malloc sees every other function. */
+  __atomic_store_n(&pl_fast.malloc, next_malloc, __ATOMIC_RELEASE);
 }
 
 static void free_unresolved(void *p) {
   next_resolve();
-  pl_next_fns.free(p);
+  pl_fast.free(p);
+}
+
+/* Whether `a` lies where the tiers' arenas have returned memory: only
+ * there can a pointer be the preload's. */
+static inline int in_arena_range(uintptr_t a) {
+  uintptr_t lo = __atomic_load_n(&pl_fast.range_lo, __ATOMIC_RELAXED);
+  return a - lo < __atomic_load_n(&pl_fast.range_hi, __ATOMIC_RELAXED) - lo;
 }
 
 /* Whether a large request may be placed: the library is active and this
@@ -126,13 +125,12 @@ static void *place(size_t size, size_t align, int zero) {
 typedef enum owner { OWNER_PROCESS, OWNER_PLACED, OWNER_ARENA } owner;
 
 static owner owner_of(const void *p, size_t *size, const char *caller) {
-  uintptr_t a = (uintptr_t)p;
-  uintptr_t lo = __atomic_load_n(&pl_fast.range_lo, __ATOMIC_RELAXED);
-  if (a - lo >= __atomic_load_n(&pl_fast.range_hi, __ATOMIC_RELAXED) - lo)
+  if (!in_arena_range((uintptr_t)p))
     return OWNER_PROCESS;
+  int in_arena;
   pl_inside |= PL_INSIDE;
-  *size = pl_block_size(p, caller);
-  owner who = *size ? OWNER_PLACED : sicm_arena_lookup(p) ? OWNER_ARENA : OWNER_PROCESS;
+  *size = pl_block_size(p, caller, &in_arena);
+  owner who = *size ? OWNER_PLACED : in_arena ? OWNER_ARENA : OWNER_PROCESS;
   pl_inside &= ~PL_INSIDE;
   return who;
 }
@@ -153,7 +151,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t size) {
     if (p != NULL)
       return p;
   }
-  return pl_next_fns.malloc(size);
+  return pl_fast.malloc(size);
 }
 
 PL_EXPORT void *malloc(size_t size) {
@@ -195,17 +193,13 @@ static __attribute__((noinline)) void free_slow(void *p) {
     sicm_free(p);
     return;
   case OWNER_PROCESS:
-    pl_next_fns.free(p);
+    pl_fast.free(p);
     return;
   }
 }
 
 PL_EXPORT void free(void *p) {
-  uintptr_t a = (uintptr_t)p;
-  uintptr_t lo = __atomic_load_n(&pl_fast.range_lo, __ATOMIC_RELAXED);
-  if (__builtin_expect(a - lo >= __atomic_load_n(&pl_fast.range_hi, __ATOMIC_RELAXED) - lo &&
-                           !boot_owns(p),
-                       1)) {
+  if (__builtin_expect(!in_arena_range((uintptr_t)p) && !boot_owns(p), 1)) {
     __atomic_load_n(&pl_fast.free, __ATOMIC_RELAXED)(p);
     return;
   }
@@ -220,7 +214,7 @@ static void *move_block(void *q, void *p, size_t keep, owner old) {
   if (old == OWNER_PLACED)
     release(p);
   else
-    pl_next_fns.free(p);
+    pl_fast.free(p);
   return q;
 }
 
@@ -261,7 +255,7 @@ PL_EXPORT void *realloc(void *p, size_t size) {
     q = place(size, 0, 0); /* its tier is full: another may have room */
   }
   if (q == NULL)
-    q = pl_next_fns.malloc(size);
+    q = pl_fast.malloc(size);
   return move_block(q, p, old_size < size ? old_size : size, who);
 }
 

@@ -43,10 +43,9 @@ typedef struct pl_config {
   char device_spec[64]; /* as given, for the report */
 } pl_config;
 
-/* The process allocator: the next definitions after this library. */
+/* The process allocator: the next definitions after this library (its
+ * malloc and free are in pl_fast). */
 typedef struct pl_next {
-  void *(*malloc)(size_t);
-  void (*free)(void *);
   void *(*calloc)(size_t, size_t);
   void *(*realloc)(void *, size_t);
   int (*posix_memalign)(void **, size_t, size_t);
@@ -65,7 +64,8 @@ extern pthread_mutex_t pl_lock;
 typedef struct pl_hot {
   size_t min_fast;                /* below it, straight to the process allocator;
                                      0 until the library is ready, SIZE_MAX if inactive */
-  void *(*malloc)(size_t);        /* the process allocator's, once known */
+  void *(*malloc)(size_t);        /* the process allocator's; NULL until every
+                                     function of pl_next_fns is known too */
   void (*free)(void *);           /* the process allocator's, or one that finds it */
   /* Lowest and highest address any tier's arena returned: the cheap test
    * that keeps most frees of the process allocator's memory from a lookup. */
@@ -83,10 +83,11 @@ int pl_config_load(const char *text);
  * the first tier with room.  Returns NULL when no tier has room or every
  * arena refused: the caller then uses the process allocator. */
 void *pl_place(size_t size, size_t align, int zero);
-/* If `ptr` is a live block of a tier: its usable size, else 0.  A pointer
- * inside a tier's arena that is not a live block start aborts the process
- * with a message, as glibc does for an invalid free. */
-size_t pl_block_size(const void *ptr, const char *caller);
+/* If `ptr` is a live block of a tier: its usable size, else 0; *in_arena
+ * says whether any libsicm arena owns the address.  A pointer inside a
+ * tier's arena that is not a live block start aborts the process with a
+ * message, as glibc does for an invalid free. */
+size_t pl_block_size(const void *ptr, const char *caller, int *in_arena);
 /* Free a block pl_block_size() accepted. */
 void pl_release(void *ptr);
 /* Resize a placed block in its own arena when its tier has room for the

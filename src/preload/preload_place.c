@@ -153,15 +153,19 @@ static void stat_add(size_t *counter, size_t v) {
   __atomic_fetch_add(counter, v, __ATOMIC_RELAXED);
 }
 
-static void tier_account(pl_tier *t, size_t size, unsigned tier) {
+/* A block of `size` bytes joins tier `tier`: a new placement, or the
+ * result of a resize (which counts as live memory only). */
+static void tier_account(pl_tier *t, size_t size, unsigned tier, int new_placement) {
   size_t live = __atomic_add_fetch(&t->live, size, __ATOMIC_RELAXED);
   size_t peak = __atomic_load_n(&t->peak, __ATOMIC_RELAXED);
   while (live > peak &&
          !__atomic_compare_exchange_n(&t->peak, &peak, live, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
     ;
+  stat_add(&t->placed_since_read, size);
+  if (!new_placement)
+    return;
   stat_add(&t->placed_bytes, size);
   stat_add(&t->placed_count, 1);
-  stat_add(&t->placed_since_read, size);
   if (tier > 0) {
     stat_add(&t->spilled_bytes, size);
     stat_add(&t->spilled_count, 1);
@@ -181,7 +185,7 @@ static void range_extend(uintptr_t lo, uintptr_t hi) {
 
 /* Record a block the arena of tier `tier` returned; on failure it is
  * given back and NULL returned. */
-static void *block_record(void *p, unsigned tier) {
+static void *block_record(void *p, unsigned tier, int new_placement) {
   size_t size = sicm_usable_size(p);
   pthread_mutex_lock(&pl_lock);
   int rc = table_insert((uintptr_t)p, size, tier);
@@ -190,7 +194,7 @@ static void *block_record(void *p, unsigned tier) {
     sicm_free(p);
     return NULL;
   }
-  tier_account(&pl_conf.tiers[tier], size, tier);
+  tier_account(&pl_conf.tiers[tier], size, tier, new_placement);
   range_extend((uintptr_t)p, (uintptr_t)p + size);
   return p;
 }
@@ -207,7 +211,7 @@ void *pl_place(size_t size, size_t align, int zero) {
     void *p = align ? sicm_arena_alloc_aligned(arena, size, align)
               : zero ? sicm_arena_calloc(arena, 1, size)
                      : sicm_arena_alloc(arena, size);
-    if (p != NULL && (p = block_record(p, i)) != NULL) {
+    if (p != NULL && (p = block_record(p, i, 1)) != NULL) {
       errno = saved;
       return p;
     }
@@ -229,8 +233,9 @@ static _Noreturn void invalid_pointer(const char *caller, const void *ptr) {
   abort();
 }
 
-size_t pl_block_size(const void *ptr, const char *caller) {
+size_t pl_block_size(const void *ptr, const char *caller, int *in_arena) {
   sicm_arena arena = sicm_arena_lookup(ptr);
+  *in_arena = arena != NULL;
   if (arena == NULL)
     return 0;
   pthread_mutex_lock(&pl_lock);
@@ -304,16 +309,8 @@ void *pl_resize(void *ptr, size_t size) {
   if (p == NULL)
     return NULL;
   block_forget(ptr);
-  if (block_record(p, old.tier) == NULL)
-    return NULL; /* out of memory for the table: the block is gone, as for a failed malloc */
-  /* A resize is not a new placement: undo what block_record counted. */
-  __atomic_fetch_sub(&t->placed_count, 1, __ATOMIC_RELAXED);
-  __atomic_fetch_sub(&t->placed_bytes, sicm_usable_size(p), __ATOMIC_RELAXED);
-  if (old.tier > 0) {
-    __atomic_fetch_sub(&t->spilled_count, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&t->spilled_bytes, sicm_usable_size(p), __ATOMIC_RELAXED);
-  }
-  return p;
+  /* NULL only when the table cannot grow: the block is gone, as for a failed malloc. */
+  return block_record(p, old.tier, 0);
 }
 
 /* ---------------------------------------------------------------- statistics */

@@ -58,12 +58,13 @@ step "wild free aborts" aborts wild-free
 # (the constructor's 3 MiB block, four of 2 MiB, one more after a free) and
 # sent one to the process allocator.
 stats=$(mktemp)
-step "statistics" sh -c '
-  SICM_PRELOAD="min=1M;device=node:0;spill=none;budget=8M;stats='"$stats"'" \
-    LD_PRELOAD='"$lib"' LD_LIBRARY_PATH='"$b"'/src/.libs '"$check"' budget >/dev/null &&
-  cat '"$stats"' &&
-  grep -q "node 0 dram: placed 6 (13.0 MiB), spilled here 0 (0 B), live 0 B, peak 8.0 MiB, budget 8.0 MiB" '"$stats"' &&
-  grep -q "to the process allocator, no device having room: 1 (2.0 MiB)" '"$stats"''
+at_exit() {
+  run "min=1M;device=node:0;spill=none;budget=8M;stats=$stats" budget >/dev/null || return 1
+  cat "$stats"
+  grep -q "node 0 dram: placed 6 (13.0 MiB), spilled here 0 (0 B), live 0 B, peak 8.0 MiB, budget 8.0 MiB" "$stats" &&
+    grep -q "to the process allocator, no device having room: 1 (2.0 MiB)" "$stats"
+}
+step "statistics" at_exit
 rm -f "$stats"
 on_signal() {
   out=$(run "min=1M;device=node:0;signal=USR1" signal 2>&1) || return 1
