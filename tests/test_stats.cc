@@ -101,7 +101,7 @@ TEST(Stats, DestroyedArenasAddToTheTotals) {
   EXPECT_NE(std::string::npos, out.find("migrations ")) << out;
 }
 
-TEST(Stats, BadFlagsAndNoLibraryAreErrors) {
+TEST(Stats, BadFlagsNoLibraryAndFailedWritesAreErrors) {
   errno = 0;
   EXPECT_EQ(-1, sicm_stats_print(nullptr, 0));
   EXPECT_EQ(EPERM, errno);
@@ -109,6 +109,12 @@ TEST(Stats, BadFlagsAndNoLibraryAreErrors) {
   errno = 0;
   EXPECT_EQ(-1, sicm_stats_print(nullptr, 0x80));
   EXPECT_EQ(EINVAL, errno);
+  FILE *full = fopen("/dev/full", "w");  // every write fails with ENOSPC
+  ASSERT_NE(nullptr, full);
+  errno = 0;
+  EXPECT_EQ(-1, sicm_stats_print(full, 0));
+  EXPECT_EQ(EIO, errno);
+  fclose(full);
 }
 
 // SICM_STATS=path.json: a child process that never calls
