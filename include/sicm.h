@@ -603,7 +603,9 @@ static inline void sicm_free_inline_v1(void *ptr) {
   sicm_front_v1_t *f = &sicm_front_v1;
   uintptr_t offset = (uintptr_t)ptr - f->base;
   if (offset < f->size && f->epoch == __atomic_load_n(&sicm_epoch_v1, __ATOMIC_RELAXED)) {
-    unsigned bin_index = f->tags[offset >> 12] - 1u;
+    /* Atomic: another thread may be tagging a neighbouring page's block (the
+     * same byte codegen as a plain load on x86-64 and arm64). */
+    unsigned bin_index = __atomic_load_n(&f->tags[offset >> 12], __ATOMIC_RELAXED) - 1u;
     if (bin_index < f->nbins) {
       sicm_bin_v1 *bin = &f->bins[bin_index];
       if (bin->count < bin->limit) {
