@@ -17,7 +17,7 @@
 #include "arena.h"
 
 #define SC_SHM_MAGIC 0x4d48535f4d434953ull /* "SICM_SHM", written last by the creator */
-#define SC_SHM_VERSION 1u
+#define SC_SHM_VERSION 2u
 
 /* Two-level segregated fit (TLSF): first level = power of two, second
  * level = SC_SHM_SL_COUNT linear steps inside it; below SC_SHM_SMALL_LIMIT one
@@ -47,6 +47,16 @@ typedef struct sc_shm_journal_entry {
   uint64_t old_value;
 } sc_shm_journal_entry;
 
+/* A process-shared robust mutex and who holds it, recorded by the holder
+ * after it takes the mutex and cleared before it lets go: what lets a
+ * waiter tell a live holder from a lock word naming a task that is gone
+ * (sc_shm_mutex_lock). */
+typedef struct sc_shm_mutex {
+  pthread_mutex_t mutex;
+  uint64_t holder;      /* tid | start time << 22 (clock ticks since boot); 0: none */
+  uint64_t holder_ns;   /* inode of the holder's pid namespace */
+} sc_shm_mutex;
+
 typedef struct sc_shm_header {
   uint64_t magic;
   uint32_t version;
@@ -57,20 +67,21 @@ typedef struct sc_shm_header {
   uint64_t heap_begin;  /* offset of the first block */
   uint64_t heap_end;    /* offset of the sentinel block (size 0, in use) */
   int32_t creator_pid;
+  uint64_t creator_start; /* the creator's start time, clock ticks since boot */
   char name[SC_SHM_NAME_MAX + 1];
   uint64_t repairs, updates_undone;
 
   /* Placement: one migration at a time across all processes, under
    * migrate_lock (robust, process-shared); the binding is written at its
    * end under the heap lock. */
-  pthread_mutex_t migrate_lock;
+  sc_shm_mutex migrate_lock;
   int32_t policy;
   uint32_t nnodes;
   int32_t nodes[SICM_ARENA_DEVICES_MAX];
 
   /* What every allocation and free touches, packed into few cache lines:
    * under contention each line moves between CPUs once per operation. */
-  pthread_mutex_t lock __attribute__((aligned(64))); /* process-shared, robust */
+  sc_shm_mutex lock __attribute__((aligned(64)));
   /* The header words of the update in progress and their old values; the
    * count is published before the first word changes and cleared after the
    * last, so a dead process's update is undone exactly. */
@@ -83,9 +94,18 @@ typedef struct sc_shm_header {
   uint64_t free_head[SC_SHM_FL_COUNT][SC_SHM_SL_COUNT];
 } sc_shm_header;
 
-/* The kind's data in sc_arena.kind_data. */
+/* The kind's data in sc_arena.kind_data.  The segment is untrusted input:
+ * any process that maps it, or a stray write in one, may have changed any
+ * byte.  So its bounds are this process's own copies, checked once at
+ * attach, and every offset or size read from the segment is checked
+ * against them before use: a violation is EUCLEAN, never an access outside
+ * the mapping. */
 typedef struct sc_shared_arena {
-  sc_shm_header *header;        /* the segment, mapped at header->base */
+  sc_shm_header *header;        /* the segment, mapped at its recorded base */
+  uint64_t size;                /* bytes mapped */
+  uint64_t heap_begin;          /* offset of the first block */
+  uint64_t heap_end;            /* offset of the sentinel block */
+  int lock_kind;                /* what a sound mutex of the segment holds in __kind */
   uint64_t dev, ino;            /* identity of its object, for attach */
 } sc_shared_arena;
 
@@ -105,22 +125,53 @@ static inline uint64_t sc_shm_offset_of(const sc_shm_header *h, const void *p) {
 static inline uint64_t sc_shm_block_size(const sc_shm_block *b) { return b->size_flags & ~(uint64_t)15; }
 static inline int sc_shm_block_is_free(const sc_shm_block *b) { return (b->size_flags & SC_SHM_FREE) != 0; }
 
-/* ---- shared_heap.c ---- */
-/* Lays out an empty heap in a zeroed header + heap, the locks included;
- * 0 or -1. */
-int sc_shm_heap_format(sc_shm_header *h, size_t size);
-/* Takes the heap lock, repairing the heap if its holder died; 0 or -1
- * (EUCLEAN: the blocks themselves are damaged). */
-int sc_shm_lock(sc_shm_header *h);
-void sc_shm_unlock(sc_shm_header *h);
+/* Whether a block can start at `offset`, an offset read from the segment:
+ * 16-aligned, with room for the smallest block before the sentinel. */
+static inline int sc_shm_offset_ok(const sc_shared_arena *s, uint64_t offset) {
+  return (offset & (SC_SHM_ALIGN - 1)) == 0 && offset >= s->heap_begin &&
+         offset <= s->heap_end - SC_SHM_BLOCK_MIN;
+}
+/* Whether b's size, read from the segment, keeps it inside the heap. */
+static inline int sc_shm_size_ok(const sc_shared_arena *s, const sc_shm_block *b) {
+  uint64_t size = sc_shm_block_size(b);
+  return size >= SC_SHM_BLOCK_MIN && size <= s->heap_end - sc_shm_offset_of(s->header, b);
+}
+
+/* ---- shared_lock.c ---- */
+/* A process-shared robust mutex, unlocked, no holder recorded; 0 or an errno. */
+int sc_shm_mutex_init(sc_shm_mutex *m);
+/* What sc_shm_mutex_init() writes into the mutex's kind, -1 on failure. */
+int sc_shm_mutex_kind(void);
+/* This process's start time (clock ticks since boot), as holders record it. */
+uint64_t sc_shm_self_start(void);
+/* Takes m, spinning a little first if `spin`; a holder that is gone is
+ * treated as dead.  Returns 0, EOWNERDEAD (taken; the holder died), an
+ * errno of pthread_mutex_lock(), or -1 after sc_fail (EUCLEAN: the mutex's
+ * kind is not `kind`, so its word is not ours to interpret). */
+int sc_shm_mutex_lock(sc_shm_mutex *m, int kind, int spin);
+void sc_shm_mutex_unlock(sc_shm_mutex *m);
+/* Takes the heap lock, repairing the heap if its holder died or is gone;
+ * 0 or -1 (EUCLEAN: the segment is damaged: the lock's kind, or blocks a
+ * repair cannot tile). */
+int sc_shm_lock(sc_shared_arena *s);
+void sc_shm_unlock(sc_shared_arena *s);
 /* Takes migrate_lock.  A migrator that died leaves pages possibly on two
  * devices, which the next migration moves anyway: nothing to repair.
  * 0 or -1. */
-int sc_shm_migrate_lock(sc_shm_header *h);
-void sc_shm_migrate_unlock(sc_shm_header *h);
+int sc_shm_migrate_lock(sc_shared_arena *s);
+void sc_shm_migrate_unlock(sc_shared_arena *s);
+
+/* ---- shared_heap.c ---- */
+/* Lays out an empty heap in a zeroed segment of s->size bytes, the locks
+ * included, and fills s's bounds; 0 or -1. */
+int sc_shm_heap_format(sc_shared_arena *s);
 /* The class (first level, second level) of a block size. */
 void sc_shm_class_of(uint64_t size, unsigned *fl, unsigned *sl);
-void sc_shm_list_insert(sc_shm_header *h, sc_shm_block *b);
+/* Puts free block b at the head of its class's list; 0, or -1 (EUCLEAN)
+ * when the list's head is not a free block of that class. */
+int sc_shm_list_insert(sc_shared_arena *s, sc_shm_block *b);
+/* Fails with EUCLEAN, naming the segment's field and its value. */
+int sc_shm_damaged(const char *field, uint64_t value);
 /* The kind's allocation operations (sc_arena_ops). */
 void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t align, int zero);
 void sc_shm_heap_free(sc_arena *a, uint64_t generation, void *ptr);
@@ -138,10 +189,18 @@ void sc_shm_crash_at(long update, unsigned step);
 
 /* ---- shared_repair.c ---- */
 /* Undoes a journaled update left by a dead process and rebuilds the derived
- * state; the caller holds the lock (EOWNERDEAD).  0, or -1 when the blocks
- * themselves do not tile the heap. */
-int sc_shm_repair(sc_shm_header *h);
+ * state; the caller holds the lock (EOWNERDEAD).  0, or -1 (EUCLEAN) when
+ * a journal entry points outside the heap or the blocks do not tile it. */
+int sc_shm_repair(sc_shared_arena *s);
 /* The checker behind sicm_arena_check(); the caller holds the lock. */
-int sc_shm_check_locked(sc_shm_header *h, sicm_heap_report *report);
+int sc_shm_check_locked(sc_shared_arena *s, sicm_heap_report *report);
+
+/* ---- shared_segment.c ---- */
+/* Fault injection for the crash tests only: the creating process kills
+ * itself at `step` of sicm_arena_create_shared(): 0 right after creating
+ * the object (empty, before its creation lock), 1 with the lock taken,
+ * 2 with the object sized and mapped, 3 with the heap laid out but the
+ * magic not written.  -1: never. */
+void sc_shm_crash_in_create(int step);
 
 #endif /* SC_SHARED_H */

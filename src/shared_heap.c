@@ -28,7 +28,6 @@
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
-#include <time.h>
 
 #include "shared.h"
 
@@ -61,17 +60,32 @@ static sc_shm_block *block_after(sc_shm_block *b) {
   return (sc_shm_block *)((char *)b + sc_shm_block_size(b));
 }
 
-/* ---- free lists (derived state) ---- */
+int sc_shm_damaged(const char *field, uint64_t value) {
+  return sc_fail(EUCLEAN, "shared arena damaged: its %s (0x%llx) does not fit its heap", field,
+                 (unsigned long long)value);
+}
 
-static void list_remove(sc_shm_header *h, sc_shm_block *b) {
+/* ---- free lists (derived state) ----
+ * Links and heads are read from the segment: each is checked to be a block
+ * offset whose block links back before anything is written through it. */
+
+static int list_remove(sc_shared_arena *s, sc_shm_block *b) {
+  sc_shm_header *h = s->header;
   unsigned fl, sl;
   sc_shm_class_of(sc_shm_block_size(b), &fl, &sl);
-  if (b->prev_free)
-    sc_shm_block_at(h, b->prev_free)->next_free = b->next_free;
+  uint64_t offset = sc_shm_offset_of(h, b), prev = b->prev_free, next = b->next_free;
+  if (prev != 0 && (!sc_shm_offset_ok(s, prev) || sc_shm_block_at(h, prev)->next_free != offset))
+    return sc_shm_damaged("free-list link prev_free", prev);
+  if (prev == 0 && h->free_head[fl][sl] != offset)
+    return sc_shm_damaged("free-list head", h->free_head[fl][sl]);
+  if (next != 0 && (!sc_shm_offset_ok(s, next) || sc_shm_block_at(h, next)->prev_free != offset))
+    return sc_shm_damaged("free-list link next_free", next);
+  if (prev)
+    sc_shm_block_at(h, prev)->next_free = next;
   else
-    h->free_head[fl][sl] = b->next_free;
-  if (b->next_free)
-    sc_shm_block_at(h, b->next_free)->prev_free = b->prev_free;
+    h->free_head[fl][sl] = next;
+  if (next)
+    sc_shm_block_at(h, next)->prev_free = prev;
   if (h->free_head[fl][sl] == 0) {
     h->sl_bitmap[fl] &= ~(1u << sl);
     if (h->sl_bitmap[fl] == 0)
@@ -79,12 +93,17 @@ static void list_remove(sc_shm_header *h, sc_shm_block *b) {
   }
   h->blocks_free--;
   h->bytes_free -= sc_shm_block_size(b);
+  return 0;
 }
 
-void sc_shm_list_insert(sc_shm_header *h, sc_shm_block *b) {
+int sc_shm_list_insert(sc_shared_arena *s, sc_shm_block *b) {
+  sc_shm_header *h = s->header;
   unsigned fl, sl;
   sc_shm_class_of(sc_shm_block_size(b), &fl, &sl);
   uint64_t offset = sc_shm_offset_of(h, b), head = h->free_head[fl][sl];
+  if (head != 0 && (head == offset || !sc_shm_offset_ok(s, head) ||
+                    sc_shm_block_at(h, head)->prev_free != 0))
+    return sc_shm_damaged("free-list head", head);
   b->prev_free = 0;
   b->next_free = head;
   if (head)
@@ -94,27 +113,43 @@ void sc_shm_list_insert(sc_shm_header *h, sc_shm_block *b) {
   h->fl_bitmap |= 1ull << fl;
   h->blocks_free++;
   h->bytes_free += sc_shm_block_size(b);
+  return 0;
 }
 
 /* The first free block of the smallest non-empty class whose every block
- * holds `need` bytes, or NULL. */
-static sc_shm_block *find_fit(sc_shm_header *h, uint64_t need) {
+ * holds `need` bytes, in *found (NULL: none); 0, or -1 when the bitmaps or
+ * the list head lead outside the heap or to a block that does not fit. */
+static int find_fit(sc_shared_arena *s, uint64_t need, sc_shm_block **found) {
+  sc_shm_header *h = s->header;
   uint64_t search = need;
+  *found = NULL;
   if (need >= SC_SHM_SMALL_LIMIT)
     search += (1ull << (63u - (unsigned)__builtin_clzll(need) - SC_SHM_SL_LOG)) - 1;
   unsigned fl, sl;
   sc_shm_class_of(search, &fl, &sl);
   if (fl >= SC_SHM_FL_COUNT)
-    return NULL;
+    return 0;
   uint32_t sl_map = h->sl_bitmap[fl] & (~0u << sl);
   if (sl_map == 0) {
     uint64_t fl_map = h->fl_bitmap & (~0ull << (fl + 1));
     if (fl_map == 0)
-      return NULL;
+      return 0;
     fl = (unsigned)__builtin_ctzll(fl_map);
+    if (fl >= SC_SHM_FL_COUNT)
+      return sc_shm_damaged("first-level bitmap", h->fl_bitmap);
     sl_map = h->sl_bitmap[fl];
   }
-  return sc_shm_block_at(h, h->free_head[fl][(unsigned)__builtin_ctz(sl_map)]);
+  sl = (unsigned)__builtin_ctz(sl_map);
+  uint64_t offset = h->free_head[fl][sl];
+  if (!sc_shm_offset_ok(s, offset))
+    return sc_shm_damaged("free-list head", offset);
+  sc_shm_block *b = sc_shm_block_at(h, offset);
+  unsigned bfl, bsl;
+  sc_shm_class_of(sc_shm_block_size(b), &bfl, &bsl);
+  if (!sc_shm_block_is_free(b) || !sc_shm_size_ok(s, b) || bfl != fl || bsl != sl)
+    return sc_shm_damaged("block size of a free-list head", b->size_flags);
+  *found = b;
+  return 0;
 }
 
 /* ---- journaled updates of block headers ---- */
@@ -165,102 +200,24 @@ static void update_apply(sc_shm_header *h, const sc_shm_update *u) {
   __atomic_store_n(&h->journal_count, 0, __ATOMIC_RELEASE);
 }
 
-/* ---- the lock ---- */
-
-#define SC_SHM_LOCK_SPINS 100
-
-/* Waits in slices: a process killed between releasing the lock and waking
- * a waiter (or while being woken) can leave the lock free and a waiter
- * asleep; the kernel's robust-list cleanup is meant to wake it, but the
- * kill -9 tests saw waiters sleep on a free lock on this kernel.  A lost
- * wake-up then costs one slice instead of forever. */
-static int lock_slow(pthread_mutex_t *lock) {
-  for (;;) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 20 * 1000 * 1000;
-    if (until.tv_nsec >= 1000000000) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000;
-    }
-    int rc = pthread_mutex_timedlock(lock, &until);
-    if (rc != ETIMEDOUT)
-      return rc;
-  }
-}
-
-/* The robust-mutex part of sc_shm_lock: 0, EOWNERDEAD, or an errno. */
-static int lock_take(sc_shm_header *h) {
-  int rc = pthread_mutex_trylock(&h->lock);
-  /* Critical sections are tens of nanoseconds: spinning a little before
-   * sleeping saves the holder a futex wake and us a context switch. */
-  for (unsigned spin = 0; rc == EBUSY && spin < SC_SHM_LOCK_SPINS; spin++) {
-    for (unsigned i = 0; i < 8; i++)
-      sc_cpu_relax();
-    rc = pthread_mutex_trylock(&h->lock);
-  }
-  return rc == EBUSY ? lock_slow(&h->lock) : rc;
-}
-
-int sc_shm_lock(sc_shm_header *h) {
-  int rc = lock_take(h);
+int sc_shm_heap_format(sc_shared_arena *s) {
+  sc_shm_header *h = s->header;
+  int rc = sc_shm_mutex_init(&h->lock);
   if (rc == 0)
-    return 0;
-  if (rc != EOWNERDEAD)
-    return sc_fail(rc, "the shared arena's lock: %s", strerror(rc));
-  if (sc_shm_repair(h) != 0) {
-    /* The blocks themselves are corrupt (not a crash: an overrun by the
-     * program); unlocking without marking it consistent says so to all. */
-    pthread_mutex_unlock(&h->lock);
-    return sc_fail(EUCLEAN, "the shared arena's heap is damaged beyond repair (its lock "
-                            "holder died and its blocks do not tile the heap)");
-  }
-  pthread_mutex_consistent(&h->lock);
-  return 0;
-}
-
-void sc_shm_unlock(sc_shm_header *h) { pthread_mutex_unlock(&h->lock); }
-
-int sc_shm_migrate_lock(sc_shm_header *h) {
-  int rc = lock_slow(&h->migrate_lock);
-  if (rc == EOWNERDEAD)
-    rc = pthread_mutex_consistent(&h->migrate_lock);
-  return rc ? sc_fail(rc, "the shared arena's migration lock: %s", strerror(rc)) : 0;
-}
-
-void sc_shm_migrate_unlock(sc_shm_header *h) { pthread_mutex_unlock(&h->migrate_lock); }
-
-static int robust_mutex_init(pthread_mutex_t *mutex) {
-  pthread_mutexattr_t attr;
-  if (pthread_mutexattr_init(&attr) != 0)
-    return ENOMEM;
-  int rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-  if (rc == 0)
-    rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-  if (rc == 0)
-    rc = pthread_mutex_init(mutex, &attr);
-  pthread_mutexattr_destroy(&attr);
-  return rc;
-}
-
-int sc_shm_heap_format(sc_shm_header *h, size_t size) {
-  int rc = robust_mutex_init(&h->lock);
-  if (rc == 0)
-    rc = robust_mutex_init(&h->migrate_lock);
+    rc = sc_shm_mutex_init(&h->migrate_lock);
   if (rc != 0)
     return sc_fail(rc, "cannot make the shared arena's locks: %s", strerror(rc));
-  h->header_size = sc_round_up(sizeof *h, sc_page_size());
-  h->size = size;
-  h->heap_begin = h->header_size;
-  h->heap_end = size - SC_SHM_BLOCK_HEADER;
-  sc_shm_block *first = sc_shm_block_at(h, h->heap_begin);
+  s->lock_kind = h->lock.mutex.__data.__kind;
+  s->heap_begin = h->header_size = h->heap_begin = sc_round_up(sizeof *h, sc_page_size());
+  s->heap_end = h->heap_end = s->size - SC_SHM_BLOCK_HEADER;
+  h->size = s->size;
+  sc_shm_block *first = sc_shm_block_at(h, s->heap_begin);
   first->prev_size = 0;
-  first->size_flags = (h->heap_end - h->heap_begin) | SC_SHM_FREE;
-  sc_shm_block *sentinel = sc_shm_block_at(h, h->heap_end);
+  first->size_flags = (s->heap_end - s->heap_begin) | SC_SHM_FREE;
+  sc_shm_block *sentinel = sc_shm_block_at(h, s->heap_end);
   sentinel->prev_size = sc_shm_block_size(first);
   sentinel->size_flags = 0;
-  sc_shm_list_insert(h, first);
-  return 0;
+  return sc_shm_list_insert(s, first);
 }
 
 /* ---- allocation ---- */
@@ -286,8 +243,10 @@ static uint64_t update_use(sc_shm_update *u, sc_shm_block *b, uint64_t need, uin
 }
 
 /* Takes `need` bytes at `lead` bytes into free block b, already out of its
- * list; the lead (if any) and a large enough tail stay free. */
-static sc_shm_block *carve(sc_shm_header *h, sc_shm_block *b, uint64_t lead, uint64_t need) {
+ * list; the lead (if any) and a large enough tail stay free.  NULL when a
+ * free list turns out damaged (the blocks are right; the lists are not). */
+static sc_shm_block *carve(sc_shared_arena *s, sc_shm_block *b, uint64_t lead, uint64_t need) {
+  sc_shm_header *h = s->header;
   uint64_t size = sc_shm_block_size(b);
   sc_shm_block *taken = (sc_shm_block *)((char *)b + lead), *rest;
   sc_shm_update u = {0};
@@ -297,12 +256,10 @@ static sc_shm_block *carve(sc_shm_header *h, sc_shm_block *b, uint64_t lead, uin
   }
   need = update_use(&u, taken, need, size - lead, (sc_shm_block *)((char *)b + size), &rest);
   update_apply(h, &u);
-  if (lead)
-    sc_shm_list_insert(h, b);
-  if (rest)
-    sc_shm_list_insert(h, rest);
   h->blocks_used++;
   h->bytes_used += need;
+  if ((lead && sc_shm_list_insert(s, b) != 0) || (rest && sc_shm_list_insert(s, rest) != 0))
+    return NULL;
   return taken;
 }
 
@@ -322,14 +279,22 @@ static int size_check(size_t size) {
   return 0;
 }
 
+/* Unlocks, keeping the errno and detail of a failure under the lock. */
+static void unlock_keep_errno(sc_shared_arena *s) {
+  int err = errno;
+  sc_shm_unlock(s);
+  errno = err;
+}
+
 void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t align, int zero) {
-  sc_shm_header *h = sc_shared_of(a)->header;
-  if (size_check(size) != 0 || sc_shm_lock(h) != 0)
+  sc_shared_arena *s = sc_shared_of(a);
+  if (size_check(size) != 0 || sc_shm_lock(s) != 0)
     return NULL;
   uint64_t need = block_need(size), extra = align > SC_SHM_ALIGN ? align + SC_SHM_BLOCK_MIN : 0;
-  sc_shm_block *b = find_fit(h, need + extra);
+  sc_shm_block *b;
   void *p = NULL;
-  if (b != NULL) {
+  int rc = find_fit(s, need + extra, &b);
+  if (rc == 0 && b != NULL) {
     uint64_t lead = 0;
     if (extra) {
       uintptr_t payload = ((uintptr_t)b + SC_SHM_BLOCK_HEADER + align - 1) & ~(uintptr_t)(align - 1);
@@ -337,11 +302,16 @@ void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t al
       if (lead != 0 && lead < SC_SHM_BLOCK_MIN) /* too small to stay a free block */
         lead += align;
     }
-    list_remove(h, b);
-    p = (char *)carve(h, b, lead, need) + SC_SHM_BLOCK_HEADER;
+    sc_shm_block *taken = NULL;
+    if ((rc = list_remove(s, b)) == 0 && (taken = carve(s, b, lead, need)) == NULL)
+      rc = -1;
+    if (taken != NULL)
+      p = (char *)taken + SC_SHM_BLOCK_HEADER;
   }
-  uint64_t bytes_free = h->bytes_free;
-  sc_shm_unlock(h);
+  uint64_t bytes_free = s->header->bytes_free;
+  unlock_keep_errno(s);
+  if (rc != 0)
+    return NULL;
   if (p == NULL)
     return sc_fail_null(ENOMEM, "shared arena full: no free block for %zu bytes (%llu bytes free)",
                           size, (unsigned long long)bytes_free);
@@ -351,40 +321,47 @@ void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t al
 }
 
 /* The live block whose payload starts at ptr, or NULL.  Cross-checks both
- * boundary tags, so stale and foreign pointers are refused in O(1). */
-static sc_shm_block *block_of(sc_shm_header *h, const void *ptr) {
+ * boundary tags against the heap's bounds, so stale and foreign pointers
+ * are refused in O(1) and no tag leads outside the heap. */
+static sc_shm_block *block_of(sc_shared_arena *s, const void *ptr) {
+  sc_shm_header *h = s->header;
   uintptr_t p = (uintptr_t)ptr, base = (uintptr_t)h;
-  if ((p & (SC_SHM_ALIGN - 1)) || p < base + h->heap_begin + SC_SHM_BLOCK_HEADER ||
-      p >= base + h->heap_end)
+  if ((p & (SC_SHM_ALIGN - 1)) || p < base + s->heap_begin + SC_SHM_BLOCK_HEADER ||
+      p >= base + s->heap_end)
     return NULL;
   uint64_t offset = p - SC_SHM_BLOCK_HEADER - base;
   sc_shm_block *b = sc_shm_block_at(h, offset);
-  uint64_t size = sc_shm_block_size(b);
-  if (sc_shm_block_is_free(b) || size < SC_SHM_BLOCK_MIN || size > h->heap_end - offset ||
-      block_after(b)->prev_size != size)
+  if (sc_shm_block_is_free(b) || !sc_shm_size_ok(s, b) ||
+      block_after(b)->prev_size != sc_shm_block_size(b))
     return NULL;
-  if (offset == h->heap_begin)
+  if (offset == s->heap_begin)
     return b->prev_size == 0 ? b : NULL;
-  if (b->prev_size == 0 || b->prev_size > offset - h->heap_begin ||
+  if (b->prev_size < SC_SHM_BLOCK_MIN || b->prev_size > offset - s->heap_begin ||
       sc_shm_block_size(sc_shm_block_at(h, offset - b->prev_size)) != b->prev_size)
     return NULL;
   return b;
 }
 
-/* Frees b, merging it with free neighbours. */
-static void release(sc_shm_header *h, sc_shm_block *b) {
+/* Frees b, merging it with free neighbours; 0, or -1 when a neighbour or
+ * a free list is damaged. */
+static int release(sc_shared_arena *s, sc_shm_block *b) {
+  sc_shm_header *h = s->header;
   uint64_t size = sc_shm_block_size(b), total = size;
   sc_shm_block *start = b, *next = block_after(b);
-  if (b->prev_size != 0) {
-    sc_shm_block *prev = (sc_shm_block *)((char *)b - b->prev_size);
-    if (sc_shm_block_is_free(prev)) {
-      list_remove(h, prev);
-      start = prev;
-      total += sc_shm_block_size(prev);
-    }
+  sc_shm_block *prev = b->prev_size ? (sc_shm_block *)((char *)b - b->prev_size) : NULL;
+  int prev_free = prev != NULL && sc_shm_block_is_free(prev);
+  int next_free = sc_shm_block_is_free(next); /* the sentinel never is */
+  if (next_free && !sc_shm_size_ok(s, next))
+    return sc_shm_damaged("block size", next->size_flags);
+  if (prev_free) {
+    if (list_remove(s, prev) != 0)
+      return -1;
+    start = prev;
+    total += sc_shm_block_size(prev);
   }
-  if (sc_shm_block_is_free(next)) { /* the sentinel never is */
-    list_remove(h, next);
+  if (next_free) {
+    if (list_remove(s, next) != 0)
+      return -1;
     total += sc_shm_block_size(next);
     next = block_after(next);
   }
@@ -394,58 +371,60 @@ static void release(sc_shm_header *h, sc_shm_block *b) {
   update_apply(h, &u);
   h->blocks_used--;
   h->bytes_used -= size;
-  sc_shm_list_insert(h, start);
+  return sc_shm_list_insert(s, start);
 }
 
 void sc_shm_heap_free(sc_arena *a, uint64_t generation, void *ptr) {
-  sc_shm_header *h = sc_shared_of(a)->header;
-  if (sc_shm_lock(h) != 0)
+  sc_shared_arena *s = sc_shared_of(a);
+  if (sc_shm_lock(s) != 0)
     return;
-  sc_shm_block *b = block_of(h, ptr);
+  sc_shm_block *b = block_of(s, ptr);
   if (b != NULL)
-    release(h, b);
-  sc_shm_unlock(h);
+    release(s, b);
+  unlock_keep_errno(s);
   if (b == NULL)
     sc_fail(EINVAL, "%p is not a live block of the shared arena (freed twice?)", ptr);
 }
 
 /* Resizes b in place to `need` bytes when it or its free right neighbour
- * has room; returns 0, or -1 when it must move. */
-static int resize_in_place(sc_shm_header *h, sc_shm_block *b, uint64_t need) {
+ * has room; returns 1, 0 when it must move, or -1 when the neighbour or a
+ * free list is damaged. */
+static int resize_in_place(sc_shared_arena *s, sc_shm_block *b, uint64_t need) {
+  sc_shm_header *h = s->header;
   uint64_t size = sc_shm_block_size(b), total = size;
   sc_shm_block *next = block_after(b), *after = next;
   if (sc_shm_block_is_free(next)) {
+    if (!sc_shm_size_ok(s, next))
+      return sc_shm_damaged("block size", next->size_flags);
     total += sc_shm_block_size(next);
     after = block_after(next);
   }
   if (total < need)
-    return -1;
+    return 0;
   if (next == after && total - need < SC_SHM_BLOCK_MIN)
-    return 0; /* shrinking by less than a block: nothing to split off */
-  if (next != after)
-    list_remove(h, next);
+    return 1; /* shrinking by less than a block: nothing to split off */
+  if (next != after && list_remove(s, next) != 0)
+    return -1;
   sc_shm_block *rest;
   sc_shm_update u = {0};
   need = update_use(&u, b, need, total, after, &rest);
   update_apply(h, &u);
-  if (rest)
-    sc_shm_list_insert(h, rest);
   h->bytes_used = h->bytes_used - size + need;
-  return 0;
+  return rest && sc_shm_list_insert(s, rest) != 0 ? -1 : 1;
 }
 
 void *sc_shm_heap_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t size) {
-  sc_shm_header *h = sc_shared_of(a)->header;
-  if (size_check(size) != 0 || sc_shm_lock(h) != 0)
+  sc_shared_arena *s = sc_shared_of(a);
+  if (size_check(size) != 0 || sc_shm_lock(s) != 0)
     return NULL;
-  sc_shm_block *b = block_of(h, ptr);
+  sc_shm_block *b = block_of(s, ptr);
   uint64_t old_payload = b ? sc_shm_block_size(b) - SC_SHM_BLOCK_HEADER : 0;
-  int done = b != NULL && resize_in_place(h, b, block_need(size)) == 0;
-  sc_shm_unlock(h);
+  int resized = b != NULL ? resize_in_place(s, b, block_need(size)) : 0;
+  unlock_keep_errno(s);
   if (b == NULL)
     return sc_fail_null(EINVAL, "%p is not a live block of the shared arena", ptr);
-  if (done)
-    return ptr;
+  if (resized != 0)
+    return resized > 0 ? ptr : NULL;
   void *moved = sc_shm_heap_alloc(a, generation, size, SC_SHM_ALIGN, 0);
   if (moved == NULL)
     return NULL; /* ptr stays valid and unchanged */
@@ -460,12 +439,12 @@ size_t sc_shm_heap_usable_for(sc_arena *a, size_t size, size_t align) {
 }
 
 size_t sc_shm_heap_usable_size(sc_arena *a, const void *ptr) {
-  sc_shm_header *h = sc_shared_of(a)->header;
-  if (sc_shm_lock(h) != 0)
+  sc_shared_arena *s = sc_shared_of(a);
+  if (sc_shm_lock(s) != 0)
     return 0;
-  sc_shm_block *b = block_of(h, ptr);
+  sc_shm_block *b = block_of(s, ptr);
   size_t usable = b ? sc_shm_block_size(b) - SC_SHM_BLOCK_HEADER : 0;
-  sc_shm_unlock(h);
+  sc_shm_unlock(s);
   if (b == NULL)
     sc_fail(EINVAL, "%p is not a live block of the shared arena", ptr);
   return usable;

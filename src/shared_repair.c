@@ -12,52 +12,68 @@
 
 #include "shared.h"
 
-static void journal_undo(sc_shm_header *h) {
+/* Puts back the words of the update in progress.  Its entries are read
+ * from the segment: all are checked to name header words of the heap (a
+ * block's two header words, or the sentinel's) before any is written. */
+static int journal_undo(sc_shared_arena *s) {
+  sc_shm_header *h = s->header;
   uint64_t n = __atomic_load_n(&h->journal_count, __ATOMIC_ACQUIRE);
-  if (n == 0 || n > SC_SHM_JOURNAL_MAX)
-    return;
-  for (uint64_t i = n; i-- > 0;) {
-    const sc_shm_journal_entry *e = &h->journal[i];
-    if (e->offset >= h->heap_begin && e->offset <= h->heap_end && (e->offset & 7) == 0)
-      *(uint64_t *)((char *)h + e->offset) = e->old_value;
+  if (n == 0)
+    return 0;
+  if (n > SC_SHM_JOURNAL_MAX)
+    return sc_shm_damaged("journal count", n);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t offset = h->journal[i].offset;
+    if (offset < s->heap_begin || offset > s->heap_end + 8 || (offset & 7) != 0)
+      return sc_fail(EUCLEAN, "shared arena damaged: its journal entry %llu (offset 0x%llx) is "
+                              "outside its heap", (unsigned long long)i, (unsigned long long)offset);
   }
+  for (uint64_t i = n; i-- > 0;)
+    *(uint64_t *)((char *)h + h->journal[i].offset) = h->journal[i].old_value;
   h->updates_undone++;
+  return 0;
 }
 
-/* Rebuilds the derived state from the block headers; -1 if they do not
- * tile the heap. */
-static int rebuild(sc_shm_header *h) {
+/* Rebuilds the derived state from the block headers; -1 (EUCLEAN) if they
+ * do not tile the heap. */
+static int rebuild(sc_shared_arena *s) {
+  sc_shm_header *h = s->header;
   h->fl_bitmap = 0;
   memset(h->sl_bitmap, 0, sizeof h->sl_bitmap);
   memset(h->free_head, 0, sizeof h->free_head);
   h->blocks_used = h->bytes_used = h->blocks_free = h->bytes_free = 0;
-  uint64_t offset = h->heap_begin, prev_size = 0;
-  while (offset < h->heap_end) {
+  uint64_t offset = s->heap_begin, prev_size = 0;
+  while (offset < s->heap_end) {
     sc_shm_block *b = sc_shm_block_at(h, offset);
-    uint64_t size = sc_shm_block_size(b);
-    if (size < SC_SHM_BLOCK_MIN || size > h->heap_end - offset)
-      return -1;
+    if (!sc_shm_offset_ok(s, offset) || !sc_shm_size_ok(s, b))
+      return sc_fail(EUCLEAN, "shared arena damaged beyond repair: the block at offset 0x%llx "
+                              "has size 0x%llx, so the blocks do not tile the heap",
+                     (unsigned long long)offset, (unsigned long long)b->size_flags);
     b->prev_size = prev_size;
     if (sc_shm_block_is_free(b)) {
-      sc_shm_list_insert(h, b);
+      if (sc_shm_list_insert(s, b) != 0)
+        return -1;
     } else {
       h->blocks_used++;
-      h->bytes_used += size;
+      h->bytes_used += sc_shm_block_size(b);
     }
-    prev_size = size;
-    offset += size;
+    prev_size = sc_shm_block_size(b);
+    offset += prev_size;
   }
-  sc_shm_block *sentinel = sc_shm_block_at(h, h->heap_end);
+  sc_shm_block *sentinel = sc_shm_block_at(h, s->heap_end);
   sentinel->prev_size = prev_size;
   sentinel->size_flags = 0;
   return 0;
 }
 
-int sc_shm_repair(sc_shm_header *h) {
-  journal_undo(h);
-  int rc = rebuild(h);
+int sc_shm_repair(sc_shared_arena *s) {
+  sc_shm_header *h = s->header;
+  int rc = journal_undo(s);
+  if (rc == 0)
+    rc = rebuild(s);
   h->repairs++;
-  __atomic_store_n(&h->journal_count, 0, __ATOMIC_RELEASE);
+  if (rc == 0)
+    __atomic_store_n(&h->journal_count, 0, __ATOMIC_RELEASE);
   return rc;
 }
 
@@ -75,17 +91,18 @@ static int offset_cmp(const void *a, const void *b) {
 
 /* Walks the blocks: tiling, boundary tags, coalescing, counters.  Collects
  * the free blocks' offsets (in address order) into *frees. */
-static int check_blocks(sc_shm_header *h, uint64_t **frees, size_t *nfrees, sicm_heap_report *r) {
+static int check_blocks(sc_shared_arena *s, uint64_t **frees, size_t *nfrees, sicm_heap_report *r) {
+  sc_shm_header *h = s->header;
   size_t cap = 64, n = 0;
   uint64_t *list = malloc(cap * sizeof *list);
   if (list == NULL)
     return sc_fail(ENOMEM, "out of memory");
-  uint64_t offset = h->heap_begin, prev_size = 0;
+  uint64_t offset = s->heap_begin, prev_size = 0;
   int prev_free = 0, rc = 0;
-  while (rc == 0 && offset < h->heap_end) {
+  while (rc == 0 && offset < s->heap_end) {
     sc_shm_block *b = sc_shm_block_at(h, offset);
     uint64_t size = sc_shm_block_size(b);
-    if (size < SC_SHM_BLOCK_MIN || size > h->heap_end - offset)
+    if (!sc_shm_offset_ok(s, offset) || !sc_shm_size_ok(s, b))
       rc = broken("a block size leaves the heap or is below the minimum", offset);
     else if (b->prev_size != prev_size)
       rc = broken("a block's prev_size is not the size of the block below", offset);
@@ -120,11 +137,11 @@ static int check_blocks(sc_shm_header *h, uint64_t **frees, size_t *nfrees, sicm
     prev_size = size;
     offset += size;
   }
-  const sc_shm_block *sentinel = sc_shm_block_at(h, h->heap_end);
-  if (rc == 0 && offset != h->heap_end)
+  const sc_shm_block *sentinel = sc_shm_block_at(h, s->heap_end);
+  if (rc == 0 && offset != s->heap_end)
     rc = broken("the blocks do not end at the sentinel", offset);
   else if (rc == 0 && (sentinel->size_flags != 0 || sentinel->prev_size != prev_size))
-    rc = broken("the sentinel block is damaged", h->heap_end);
+    rc = broken("the sentinel block is damaged", s->heap_end);
   else if (rc == 0 && (r->blocks_used != h->blocks_used || r->bytes_used != h->bytes_used ||
                        r->blocks_free != h->blocks_free || r->bytes_free != h->bytes_free))
     rc = broken("the counters disagree with the blocks", 0);
@@ -179,15 +196,19 @@ static int check_lists(sc_shm_header *h, const uint64_t *frees, size_t nfrees) {
   return rc;
 }
 
-int sc_shm_check_locked(sc_shm_header *h, sicm_heap_report *report) {
+int sc_shm_check_locked(sc_shared_arena *s, sicm_heap_report *report) {
+  sc_shm_header *h = s->header;
   sicm_heap_report r = {0};
   if (__atomic_load_n(&h->journal_count, __ATOMIC_ACQUIRE) != 0)
     return broken("an update is pending in the journal", 0);
-  if (h->heap_begin < sizeof *h || h->heap_begin % SC_SHM_ALIGN || h->heap_end != h->size - SC_SHM_BLOCK_HEADER)
-    return broken("the heap bounds in the header are wrong", 0);
+  if (h->heap_begin != s->heap_begin || h->heap_end != s->heap_end || h->size != s->size ||
+      h->header_size != s->heap_begin)
+    return broken("the heap bounds in the header are not the ones it was attached with", 0);
+  if (h->fl_bitmap >> SC_SHM_FL_COUNT)
+    return broken("the first-level bitmap names classes beyond the last", h->fl_bitmap);
   uint64_t *frees = NULL;
   size_t nfrees = 0;
-  if (check_blocks(h, &frees, &nfrees, &r) != 0)
+  if (check_blocks(s, &frees, &nfrees, &r) != 0)
     return -1;
   int rc = check_lists(h, frees, nfrees);
   free(frees);

@@ -13,6 +13,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <numaif.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,9 +111,14 @@ static int map_at(int fd, uintptr_t base, size_t size, const char *name) {
                            "uses: %s", name, base, base + size, holder);
 }
 
-static void binding_from_header(const sc_shm_header *h, sc_binding *b) {
+/* The binding every process follows, read from the segment; 0, or -1
+ * (EUCLEAN) for a policy libsicm never writes. */
+static int binding_from_header(const sc_shm_header *h, sc_binding *b) {
   memset(b, 0, sizeof *b);
   b->policy = h->policy;
+  if (b->policy != MPOL_BIND && b->policy != MPOL_PREFERRED && b->policy != MPOL_INTERLEAVE &&
+      b->policy != MPOL_PREFERRED_MANY)
+    return sc_shm_damaged("memory policy", (uint64_t)(uint32_t)b->policy);
   for (unsigned i = 0; i < h->nnodes && i < SICM_ARENA_DEVICES_MAX; i++) {
     int node = h->nodes[i];
     if (node < 0 || node >= SC_NODES_MAX)
@@ -120,6 +128,7 @@ static void binding_from_header(const sc_shm_header *h, sc_binding *b) {
     if (dev != NULL)
       b->devices[b->ndevices++] = dev;
   }
+  return 0;
 }
 
 static void binding_to_header(sc_shm_header *h, const sc_binding *b) {
@@ -132,7 +141,7 @@ static void binding_to_header(sc_shm_header *h, const sc_binding *b) {
 static const sc_arena_ops shared_ops; /* defined at the end */
 
 typedef struct shared_open_arg {
-  sc_shm_header *header;
+  const sc_shared_arena *segment; /* header and bounds */
   const struct stat *st;
 } shared_open_arg;
 
@@ -140,17 +149,20 @@ _Static_assert(sizeof(sc_shared_arena) <= SC_ARENA_KIND_DATA, "sc_shared_arena o
 
 static int shared_open(sc_arena *a, void *arg) {
   const shared_open_arg *o = arg;
-  *sc_shared_of(a) = (sc_shared_arena){o->header, o->st->st_dev, o->st->st_ino};
+  sc_shared_arena *s = sc_shared_of(a);
+  *s = *o->segment;
+  s->dev = (uint64_t)o->st->st_dev;
+  s->ino = (uint64_t)o->st->st_ino;
   a->held = a->maxsize;
-  sc_window_adopt(a, o->header, o->header->size);
+  sc_window_adopt(a, s->header, s->size);
   return 0;
 }
 
 /* Makes a mapped segment a live arena of this process. */
-static sicm_arena shared_register(sc_shm_header *h, const sc_binding *binding,
+static sicm_arena shared_register(const sc_shared_arena *segment, const sc_binding *binding,
                                   const struct stat *st) {
-  shared_open_arg arg = {h, st};
-  sc_arena_config config = {.ops = &shared_ops, .binding = binding, .maxsize = h->size,
+  shared_open_arg arg = {segment, st};
+  sc_arena_config config = {.ops = &shared_ops, .binding = binding, .maxsize = segment->size,
                             .kind_arg = &arg};
   return sc_arena_create(&config);
 }
@@ -161,6 +173,80 @@ static int shared_is(const sc_arena *a, const void *st_arg) {
   const sc_shared_arena *sh = (const sc_shared_arena *)(const void *)a->kind_data;
   return a->ops == &shared_ops && sh->dev == (uint64_t)st->st_dev &&
          sh->ino == (uint64_t)st->st_ino;
+}
+
+/* ---- creation, and segments whose creator died ----
+ * The creator holds an open-file-description lock on the whole object from
+ * just after creating it until its magic is written; the kernel drops the
+ * lock when the creator dies, however it dies.  So an object without magic
+ * is being built while the lock is held, or while it is still empty and
+ * younger than a second (the creator has not taken the lock yet); otherwise
+ * it is abandoned: attach refuses it with ENOENT at once, and a create of
+ * its name reclaims it. */
+
+#define CREATION_GRACE_NS 1000000000ll
+
+static int creation_lock(int fd, short type) {
+  struct flock lock = {.l_type = type, .l_whence = SEEK_SET};
+  return fcntl(fd, F_OFD_SETLK, &lock);
+}
+
+static int creation_abandoned(int fd, const struct stat *st) {
+  struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+  if (fcntl(fd, F_OFD_GETLK, &lock) != 0 || lock.l_type != F_UNLCK)
+    return 0;
+  if (st->st_size > 0)
+    return 1;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  long long age = (now.tv_sec - st->st_ctim.tv_sec) * 1000000000ll + now.tv_nsec - st->st_ctim.tv_nsec;
+  return age >= CREATION_GRACE_NS;
+}
+
+static int crash_create_step = -1;
+void sc_shm_crash_in_create(int step) { crash_create_step = step; }
+static void crash_point(int step) {
+  if (crash_create_step == step)
+    raise(SIGKILL);
+}
+
+/* Unlinks `name` if it is an abandoned object, holding its creation lock
+ * meanwhile so that no other process reclaims it too and then unlinks the
+ * arena this one creates next.  0 if the name is free now, else -1. */
+static int abandoned_reclaim(const char *name) {
+  int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : -1;
+  struct stat st, now;
+  uint64_t magic = 0;
+  int reclaim = fstat(fd, &st) == 0 &&
+                (st.st_size < (off_t)sizeof magic || pread(fd, &magic, sizeof magic, 0) > 0) &&
+                magic == 0 && creation_abandoned(fd, &st) && creation_lock(fd, F_WRLCK) == 0;
+  if (reclaim) { /* still the object at that name? */
+    int again = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+    reclaim = again >= 0 && fstat(again, &now) == 0 && now.st_ino == st.st_ino &&
+              now.st_dev == st.st_dev && shm_unlink(name) == 0;
+    if (again >= 0)
+      close(again);
+  }
+  close(fd);
+  return reclaim ? 0 : -1;
+}
+
+/* Creates the object `name`, reclaiming an abandoned one of that name. */
+static int object_create(const char *name, unsigned mode) {
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0 && errno == EEXIST && abandoned_reclaim(name) == 0)
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) {
+    int err = errno;
+    return sc_fail(err, "cannot create shared arena %s: %s", name,
+                   err == EEXIST ? "a shared arena of that name exists" : strerror(err));
+  }
+  crash_point(0);
+  creation_lock(fd, F_WRLCK); /* a kernel before 3.15 has none: no reclaim there */
+  crash_point(1);
+  return fd;
 }
 
 sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *dev,
@@ -183,44 +269,47 @@ sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *
   uintptr_t base = address_choose(size);
   if (base == 0)
     return sc_fail_null(ENOMEM, "no free address range of %zu bytes", size);
-  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode ? mode : 0600);
+  int fd = object_create(name, mode ? mode : 0600);
   if (fd < 0)
-    return sc_fail_null(errno, "cannot create shared arena %s: %s", name, strerror(errno));
+    return NULL;
   struct stat st;
   /* fchmod: the umask must not narrow the mode the creator asked for. */
   if (fchmod(fd, mode ? mode : 0600) != 0 || ftruncate(fd, (off_t)size) != 0 ||
       fstat(fd, &st) != 0) {
     int err = errno;
-    close(fd);
     shm_unlink(name);
+    close(fd);
     return sc_fail_null(err, "cannot size shared arena %s: %s", name, strerror(err));
   }
   if (map_at(fd, base, size, name) != 0) {
     int err = errno;
-    close(fd);
     shm_unlink(name);
+    close(fd);
     errno = err;
     return NULL;
   }
-  close(fd);
+  crash_point(2);
   sc_shm_header *h = (sc_shm_header *)base;
+  h->creator_pid = (int32_t)getpid();
+  h->creator_start = sc_shm_self_start();
+  sc_shared_arena segment = {.header = h, .size = size};
   /* Bind before the first touch: on shared memory this is the object's
    * policy, so pages any process touches later go there too. */
   int rc = mbind(h, size, binding.policy, binding.nodes.bits, SC_NODES_MAX, 0);
   if (rc != 0)
     sc_fail(errno, "mbind to the arena's device failed: %s", strerror(errno));
   else
-    rc = sc_shm_heap_format(h, size);
+    rc = sc_shm_heap_format(&segment);
+  crash_point(3);
   sicm_arena sa = NULL;
   if (rc == 0) {
     h->version = SC_SHM_VERSION;
     h->layout = sc_shm_layout_signature();
     h->base = base;
-    h->creator_pid = (int32_t)getpid();
     snprintf(h->name, sizeof h->name, "%s", name);
     binding_to_header(h, &binding);
     __atomic_store_n(&h->magic, SC_SHM_MAGIC, __ATOMIC_RELEASE);
-    sa = shared_register(h, &binding, &st);
+    sa = shared_register(&segment, &binding, &st);
   }
   if (sa == NULL) {
     int err = errno;
@@ -228,13 +317,19 @@ sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *
     snprintf(cause, sizeof cause, "%s", sicm_error_detail());
     munmap(h, size);
     shm_unlink(name);
+    close(fd);
     return sc_fail_null(err, "cannot create shared arena %s: %s", name, cause);
   }
+  creation_lock(fd, F_UNLCK);
+  close(fd);
   return sa;
 }
 
-/* Reads the header of an object into *h, waiting up to 2 s for its creator
- * to finish; 0 or -1 with errno. */
+/* ---- attach ---- */
+
+/* Reads the header of an object into *h, waiting up to 2 s for a creator
+ * that is still building it, and checks what attach relies on: every field
+ * that places the mapping or bounds the heap.  0 or -1 with errno. */
 static int header_read(int fd, const char *name, sc_shm_header *h, struct stat *st) {
   for (int waited_ms = 0;; waited_ms += 10) {
     if (fstat(fd, st) != 0)
@@ -250,6 +345,10 @@ static int header_read(int fd, const char *name, sc_shm_header *h, struct stat *
                        (long long)st->st_size);
     if (h->magic != 0 && h->magic != SC_SHM_MAGIC)
       return sc_fail(EPROTO, "%s is not a libsicm shared arena", name);
+    if (creation_abandoned(fd, st))
+      return sc_fail(ENOENT, "shared arena %s was never finished: its creator (pid %d) died "
+                               "while creating it; creating it again reclaims the name", name,
+                       (size_t)got >= offsetof(sc_shm_header, creator_start) ? h->creator_pid : 0);
     if (waited_ms >= 2000)
       return sc_fail(EAGAIN, "%s is not initialized (still being created?)", name);
     nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
@@ -260,14 +359,60 @@ static int header_read(int fd, const char *name, sc_shm_header *h, struct stat *
   if (h->layout != sc_shm_layout_signature())
     return sc_fail(EPROTO, "%s has another layout (0x%08x, here 0x%08x): built for another "
                              "libc or architecture", name, h->layout, sc_shm_layout_signature());
-  if (h->size < SC_SHM_SIZE_MIN || h->size > SC_SHM_SIZE_MAX || h->base % SC_CHUNK_SIZE != 0 ||
+  /* A 16 GiB-aligned base other than 0 is above any vm.mmap_min_addr. */
+  if (h->base == 0 || h->base % SC_CHUNK_SIZE != 0 || h->size > SC_SHM_SIZE_MAX ||
       (h->base + h->size - 1) >> SC_ADDRESS_BITS)
-    return sc_fail(EPROTO, "%s has a damaged header (size %llu, base 0x%llx)", name,
-                     (unsigned long long)h->size, (unsigned long long)h->base);
+    return sc_fail(EPROTO, "%s has a damaged header: base address 0x%llx (for %llu bytes) is "
+                             "0, unaligned or beyond the user address space", name,
+                     (unsigned long long)h->base, (unsigned long long)h->size);
+  if (h->size < SC_SHM_SIZE_MIN || h->size % sc_page_size() != 0)
+    return sc_fail(EPROTO, "%s has a damaged header (size %llu)", name,
+                     (unsigned long long)h->size);
   if ((uint64_t)st->st_size < h->size)
     return sc_fail(EBADMSG, "%s is truncated: %lld of its %llu bytes", name,
                      (long long)st->st_size, (unsigned long long)h->size);
+  uint64_t heap_begin = sc_round_up(sizeof *h, sc_page_size());
+  if (h->heap_begin != heap_begin || h->header_size != heap_begin)
+    return sc_fail(EPROTO, "%s has a damaged header: its heap begins at 0x%llx, not 0x%llx", name,
+                     (unsigned long long)h->heap_begin, (unsigned long long)heap_begin);
+  if (h->heap_end != h->size - SC_SHM_BLOCK_HEADER)
+    return sc_fail(EPROTO, "%s has a damaged header: its heap ends at 0x%llx, not at the end of "
+                             "its %llu bytes", name, (unsigned long long)h->heap_end,
+                     (unsigned long long)h->size);
   return 0;
+}
+
+/* One attach at a time in this process: two threads attaching one arena
+ * must get one mapping and one handle. */
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static sicm_arena attach_locked(int fd, const char *name) {
+  sc_shm_header *copy = malloc(sizeof *copy);
+  struct stat st;
+  if (copy == NULL)
+    return sc_fail_null(ENOMEM, "out of memory");
+  int rc = header_read(fd, name, copy, &st);
+  sc_shared_arena segment = {.header = (sc_shm_header *)(uintptr_t)copy->base,
+                             .size = copy->size, .heap_begin = copy->heap_begin,
+                             .heap_end = copy->heap_end, .lock_kind = sc_shm_mutex_kind()};
+  free(copy);
+  if (rc != 0)
+    return NULL;
+  sicm_arena existing = sc_arena_find(shared_is, &st);
+  if (existing != NULL)
+    return existing;
+  if (map_at(fd, (uintptr_t)segment.header, segment.size, name) != 0)
+    return NULL;
+  sc_binding binding;
+  sicm_arena sa = NULL;
+  if (binding_from_header(segment.header, &binding) == 0)
+    sa = shared_register(&segment, &binding, &st);
+  if (sa == NULL) {
+    int err = errno;
+    munmap(segment.header, segment.size);
+    errno = err;
+  }
+  return sa;
 }
 
 sicm_arena sicm_arena_attach(const char *name) {
@@ -277,43 +422,12 @@ sicm_arena sicm_arena_attach(const char *name) {
   if (fd < 0)
     return sc_fail_null(errno, errno == ENOENT ? "no shared arena %s" : "cannot open %s: %s",
                           name, strerror(errno));
-  sc_shm_header *copy = malloc(sizeof *copy);
-  struct stat st;
-  if (copy == NULL) {
-    close(fd);
-    return sc_fail_null(ENOMEM, "out of memory");
-  }
-  int rc = header_read(fd, name, copy, &st);
-  uintptr_t base = (uintptr_t)copy->base;
-  size_t size = copy->size;
-  free(copy);
-  if (rc != 0) {
-    int err = errno;
-    close(fd);
-    errno = err;
-    return NULL;
-  }
-  sicm_arena existing = sc_arena_find(shared_is, &st);
-  if (existing != NULL) {
-    close(fd);
-    return existing;
-  }
-  rc = map_at(fd, base, size, name);
+  pthread_mutex_lock(&attach_lock);
+  sicm_arena sa = attach_locked(fd, name);
   int err = errno;
+  pthread_mutex_unlock(&attach_lock);
   close(fd);
-  if (rc != 0) {
-    errno = err;
-    return NULL;
-  }
-  sc_shm_header *h = (sc_shm_header *)base;
-  sc_binding binding;
-  binding_from_header(h, &binding);
-  sicm_arena sa = shared_register(h, &binding, &st);
-  if (sa == NULL) {
-    err = errno;
-    munmap(h, size);
-    errno = err;
-  }
+  errno = err;
   return sa;
 }
 
@@ -341,12 +455,12 @@ int sicm_arena_check(sicm_arena sa, sicm_heap_report *report) {
   sc_arena *a = shared_resolve(sa);
   if (a == NULL)
     return -1;
-  sc_shm_header *h = sc_shared_of(a)->header;
-  if (sc_shm_lock(h) != 0)
+  sc_shared_arena *s = sc_shared_of(a);
+  if (sc_shm_lock(s) != 0)
     return -1;
-  int rc = sc_shm_check_locked(h, report);
+  int rc = sc_shm_check_locked(s, report);
   int err = errno;
-  sc_shm_unlock(h);
+  sc_shm_unlock(s);
   errno = err;
   return rc;
 }
@@ -356,14 +470,14 @@ int sicm_arena_check(sicm_arena sa, sicm_heap_report *report) {
 /* Calls fn(base, npages) for each run of pages of the segment that are in
  * memory (mincore: the object's pages, whoever touched them); returns the
  * pages in memory, or -1 with errno. */
-static long resident_runs(sc_shm_header *h, void (*fn)(char *, size_t)) {
+static long resident_runs(const sc_shared_arena *s, void (*fn)(char *, size_t)) {
   enum { STEP = 1 << 18 }; /* pages per mincore call: 1 GiB */
-  size_t page = sc_page_size(), npages = h->size / page;
+  size_t page = sc_page_size(), npages = s->size / page;
   unsigned char *vec = malloc(STEP);
   if (vec == NULL)
     return sc_fail(ENOMEM, "out of memory");
   long total = 0;
-  char *base = (char *)h;
+  char *base = (char *)s->header;
   for (size_t first = 0; first < npages; first += STEP) {
     size_t n = npages - first < STEP ? npages - first : STEP;
     if (mincore(base + first * page, n * page, vec) != 0) {
@@ -392,16 +506,21 @@ static void populate(char *base, size_t npages) {
 }
 
 static int shared_pages_map(sc_arena *a) {
-  return resident_runs(sc_shared_of(a)->header, populate) < 0 ? -1 : 0;
+  return resident_runs(sc_shared_of(a), populate) < 0 ? -1 : 0;
 }
 
 static int shared_binding_load(sc_arena *a) {
-  sc_shm_header *h = sc_shared_of(a)->header;
-  if (sc_shm_lock(h) != 0)
+  sc_shared_arena *s = sc_shared_of(a);
+  if (sc_shm_lock(s) != 0)
     return -1;
   sc_binding b;
-  binding_from_header(h, &b);
-  sc_shm_unlock(h);
+  int rc = binding_from_header(s->header, &b);
+  int err = errno;
+  sc_shm_unlock(s);
+  if (rc != 0) {
+    errno = err;
+    return -1;
+  }
   pthread_mutex_lock(&a->window_lock);
   a->binding = b;
   pthread_mutex_unlock(&a->window_lock);
@@ -411,12 +530,12 @@ static int shared_binding_load(sc_arena *a) {
 /* Two processes moving the arena at once would leave its pages split
  * between their targets and the header naming one of them. */
 static int shared_move_begin(sc_arena *a) {
-  sc_shm_header *h = sc_shared_of(a)->header;
-  if (sc_shm_migrate_lock(h) != 0)
+  sc_shared_arena *s = sc_shared_of(a);
+  if (sc_shm_migrate_lock(s) != 0)
     return -1;
   if (shared_binding_load(a) != 0 || shared_pages_map(a) != 0) {
     int err = errno;
-    sc_shm_migrate_unlock(h);
+    sc_shm_migrate_unlock(s);
     errno = err;
     return -1;
   }
@@ -425,28 +544,29 @@ static int shared_move_begin(sc_arena *a) {
 
 /* Records the new binding in the header, for every process. */
 static int shared_move_end(sc_arena *a, int moved) {
-  sc_shm_header *h = sc_shared_of(a)->header;
-  int rc = moved ? sc_shm_lock(h) : 0;
+  sc_shared_arena *s = sc_shared_of(a);
+  int rc = moved ? sc_shm_lock(s) : 0;
   if (moved && rc == 0) {
     pthread_mutex_lock(&a->window_lock);
-    binding_to_header(h, &a->binding);
+    binding_to_header(s->header, &a->binding);
     pthread_mutex_unlock(&a->window_lock);
-    sc_shm_unlock(h);
+    sc_shm_unlock(s);
   }
-  sc_shm_migrate_unlock(h);
+  sc_shm_migrate_unlock(s);
   return rc;
 }
 
 static int shared_stats(sc_arena *a, sicm_arena_stats *out) {
-  sc_shm_header *h = sc_shared_of(a)->header;
-  long resident = resident_runs(h, NULL);
-  if (resident < 0 || sc_shm_lock(h) != 0)
+  sc_shared_arena *s = sc_shared_of(a);
+  sc_shm_header *h = s->header;
+  long resident = resident_runs(s, NULL);
+  if (resident < 0 || sc_shm_lock(s) != 0)
     return -1;
   out->allocated = h->bytes_used - h->blocks_used * SC_SHM_BLOCK_HEADER;
-  out->active = h->header_size + h->bytes_used;
-  sc_shm_unlock(h);
+  out->active = s->heap_begin + h->bytes_used;
+  sc_shm_unlock(s);
   out->resident = (size_t)resident * sc_page_size();
-  out->mapped = out->held = out->maxsize = h->size;
+  out->mapped = out->held = out->maxsize = s->size;
   return 0;
 }
 

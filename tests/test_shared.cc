@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <random>
 #include <string>
@@ -331,14 +332,38 @@ TEST_F(Shared, AttachToATakenAddressIsEexistAndClobbersNothing) {
   EXPECT_EQ(0, sicm_arena_detach(again));
 }
 
-TEST_F(Shared, AttachWaitsForACreatorThatNeverFinishesThenEagain) {
+// A creator holds an open-file-description lock on the object until its
+// header is complete; here the test plays a creator that is still at work.
+TEST_F(Shared, AttachWaitsForACreatorStillBuildingThenEagain) {
   std::string n = UniqueName("unfinished");
   names_.push_back(n);
   std::vector<char> zeros(16384);
   ASSERT_TRUE(WriteObject(n, zeros.data(), zeros.size(), 1 << 20));
+  int fd = shm_open(n.c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  struct flock lock = {};
+  lock.l_type = F_WRLCK;
+  ASSERT_EQ(0, fcntl(fd, F_OFD_SETLK, &lock));
   errno = 0;
   EXPECT_EQ(nullptr, sicm_arena_attach(n.c_str()));
-  EXPECT_EQ(EAGAIN, errno);
+  EXPECT_EQ(EAGAIN, errno) << sicm_error_detail();
+  close(fd);
+}
+
+// The same object with nobody building it is abandoned: refused at once.
+TEST_F(Shared, AttachRefusesAnObjectNobodyIsBuildingWithEnoent) {
+  std::string n = UniqueName("abandoned");
+  names_.push_back(n);
+  std::vector<char> zeros(16384);
+  ASSERT_TRUE(WriteObject(n, zeros.data(), zeros.size(), 1 << 20));
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  errno = 0;
+  EXPECT_EQ(nullptr, sicm_arena_attach(n.c_str()));
+  EXPECT_EQ(ENOENT, errno) << sicm_error_detail();
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  EXPECT_LT(t1.tv_sec - t0.tv_sec, 1) << "waited for a creator that is not there";
+  EXPECT_NE(nullptr, strstr(sicm_error_detail(), "never finished")) << sicm_error_detail();
 }
 
 // ---- several processes ----
