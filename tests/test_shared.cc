@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <atomic>
 #include <random>
 #include <string>
 #include <thread>
@@ -450,6 +451,41 @@ TEST_F(Shared, ThreadsOfOneProcessShareTheHeap) {
   EXPECT_EQ(0u, r.blocks_used);
   munmap(box, sizeof(Mailbox));
   EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+// Threads of a process that has not attached the arena yet attach it at
+// once: each trial, every one gets the same handle (one mapping).
+TEST_F(Shared, ConcurrentAttachesOfOneArenaReturnOneHandle) {
+  std::string name;
+  sicm_arena created = Create(1 << 20, &name);
+  ASSERT_NE(nullptr, created);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (sicm_arena_detach(created) != 0) _exit(90);
+    const unsigned trials = 1000, nthreads = 4;
+    unsigned failures = 0;
+    for (unsigned t = 0; t < trials; t++) {
+      sicm_arena got[nthreads];
+      std::atomic<unsigned> ready{0};
+      std::vector<std::thread> threads;
+      for (unsigned i = 0; i < nthreads; i++)
+        threads.emplace_back([&, i] {
+          ready.fetch_add(1);
+          while (ready.load() < nthreads) {
+          }
+          got[i] = sicm_arena_attach(name.c_str());
+        });
+      for (std::thread &th : threads) th.join();
+      bool same = got[0] != nullptr;
+      for (unsigned i = 1; i < nthreads; i++) same &= got[i] == got[0];
+      failures += !same;
+      if (got[0] != nullptr && sicm_arena_detach(got[0]) != 0) _exit(91);
+    }
+    _exit(failures == 0 ? 0 : failures > 200 ? 200 : (int)failures);
+  }
+  ASSERT_GT(pid, 0);
+  EXPECT_EQ(0, WaitExit(pid)) << "trials in which the threads got different handles (or none)";
+  EXPECT_EQ(0, sicm_arena_detach(created));
 }
 
 }  // namespace

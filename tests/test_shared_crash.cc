@@ -1,7 +1,8 @@
 // test_shared_crash.cc: a shared heap after kill -9 at random points,
 // including inside an update with the lock held: repaired by the next
-// locker, consistent by the checker, every survivor's data intact; and a
-// migration lock left by a killed mover.
+// locker, consistent by the checker, every survivor's data intact; a
+// migration lock left by a killed mover; and a creator killed before it
+// finished.
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -9,6 +10,7 @@
 #include "shared_test.h"
 
 extern "C" void sc_shm_crash_at(long update, unsigned step);
+extern "C" void sc_shm_crash_in_create(int step);
 
 namespace {
 
@@ -159,6 +161,42 @@ TEST(SharedCrash, MigrationByAKilledProcessDoesNotBlockTheNext) {
   munmap(count, 2 * sizeof(long));
   EXPECT_EQ(0, sicm_arena_detach(a));
   EXPECT_EQ(0, sicm_arena_unlink(name.c_str()));
+}
+
+// A creator killed at each step of creating leaves an object nobody can
+// attach; attach says so without waiting out the creator, and a create of
+// the name (or sicm_arena_unlink) reclaims it — no hand cleanup.
+TEST(SharedCrash, CreatorKilledMidCreationLeavesANameThatCreateReclaims) {
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  sicm_device *dev = sicm_device_of_node(sicm_node_self(), 0);
+  ASSERT_NE(nullptr, dev);
+  for (int step = 0; step < 4; step++)
+    for (bool by_unlink : {false, true}) {
+      std::string name = UniqueName("half");
+      pid_t creator = fork();
+      if (creator == 0) {
+        sc_shm_crash_in_create(step);
+        sicm_arena_create_shared(name.c_str(), 1 << 20, dev, 0);
+        _exit(1);
+      }
+      ASSERT_GT(creator, 0);
+      ASSERT_EQ(128 + SIGKILL, WaitExit(creator)) << "step " << step;
+      errno = 0;
+      EXPECT_EQ(nullptr, sicm_arena_attach(name.c_str())) << "step " << step;
+      EXPECT_EQ(ENOENT, errno) << "step " << step << ": " << sicm_error_detail();
+      if (by_unlink) {
+        EXPECT_EQ(0, sicm_arena_unlink(name.c_str())) << sicm_error_detail();
+      }
+      sicm_arena a = sicm_arena_create_shared(name.c_str(), 1 << 20, dev, 0);
+      ASSERT_NE(nullptr, a) << "step " << step << ": " << sicm_error_detail();
+      void *p = sicm_arena_alloc(a, 100);
+      EXPECT_NE(nullptr, p);
+      sicm_free(p);
+      EXPECT_EQ(0, sicm_arena_check(a, nullptr)) << sicm_error_detail();
+      EXPECT_EQ(0, sicm_arena_detach(a));
+      EXPECT_EQ(0, sicm_arena_unlink(name.c_str()));
+    }
 }
 
 }  // namespace
