@@ -144,9 +144,9 @@ static int find_fit(sc_shared_arena *s, uint64_t need, sc_shm_block **found) {
   if (!sc_shm_offset_ok(s, offset))
     return sc_shm_damaged("free-list head", offset);
   sc_shm_block *b = sc_shm_block_at(h, offset);
-  unsigned bfl, bsl;
-  sc_shm_class_of(sc_shm_block_size(b), &bfl, &bsl);
-  if (!sc_shm_block_is_free(b) || !sc_shm_size_ok(s, b) || bfl != fl || bsl != sl)
+  /* Enough to stay in the heap; a block in the wrong class's list is
+   * caught when list_remove() looks for it in its own. */
+  if (!sc_shm_block_is_free(b) || !sc_shm_size_ok(s, b) || sc_shm_block_size(b) < need)
     return sc_shm_damaged("block size of a free-list head", b->size_flags);
   *found = b;
   return 0;
@@ -249,7 +249,8 @@ static sc_shm_block *carve(sc_shared_arena *s, sc_shm_block *b, uint64_t lead, u
   sc_shm_header *h = s->header;
   uint64_t size = sc_shm_block_size(b);
   sc_shm_block *taken = (sc_shm_block *)((char *)b + lead), *rest;
-  sc_shm_update u = {0};
+  sc_shm_update u;
+  u.n = 0; /* only n: zeroing the arrays costs a rep stos per update */
   if (lead) {
     update_set(&u, &b->size_flags, lead | SC_SHM_FREE);
     update_set(&u, &taken->prev_size, lead);
@@ -279,11 +280,12 @@ static int size_check(size_t size) {
   return 0;
 }
 
-/* Unlocks, keeping the errno and detail of a failure under the lock. */
-static void unlock_keep_errno(sc_shared_arena *s) {
-  int err = errno;
+/* Unlocks, keeping the errno of a failure under the lock. */
+static void unlock_after(sc_shared_arena *s, int failed) {
+  int err = failed ? errno : 0;
   sc_shm_unlock(s);
-  errno = err;
+  if (failed)
+    errno = err;
 }
 
 void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t align, int zero) {
@@ -309,7 +311,7 @@ void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t al
       p = (char *)taken + SC_SHM_BLOCK_HEADER;
   }
   uint64_t bytes_free = s->header->bytes_free;
-  unlock_keep_errno(s);
+  unlock_after(s, rc != 0);
   if (rc != 0)
     return NULL;
   if (p == NULL)
@@ -365,7 +367,8 @@ static int release(sc_shared_arena *s, sc_shm_block *b) {
     total += sc_shm_block_size(next);
     next = block_after(next);
   }
-  sc_shm_update u = {0};
+  sc_shm_update u;
+  u.n = 0; /* only n: zeroing the arrays costs a rep stos per update */
   update_set(&u, &start->size_flags, total | SC_SHM_FREE);
   update_set(&u, &next->prev_size, total);
   update_apply(h, &u);
@@ -379,9 +382,7 @@ void sc_shm_heap_free(sc_arena *a, uint64_t generation, void *ptr) {
   if (sc_shm_lock(s) != 0)
     return;
   sc_shm_block *b = block_of(s, ptr);
-  if (b != NULL)
-    release(s, b);
-  unlock_keep_errno(s);
+  unlock_after(s, b != NULL && release(s, b) != 0);
   if (b == NULL)
     sc_fail(EINVAL, "%p is not a live block of the shared arena (freed twice?)", ptr);
 }
@@ -406,7 +407,8 @@ static int resize_in_place(sc_shared_arena *s, sc_shm_block *b, uint64_t need) {
   if (next != after && list_remove(s, next) != 0)
     return -1;
   sc_shm_block *rest;
-  sc_shm_update u = {0};
+  sc_shm_update u;
+  u.n = 0; /* only n: zeroing the arrays costs a rep stos per update */
   need = update_use(&u, b, need, total, after, &rest);
   update_apply(h, &u);
   h->bytes_used = h->bytes_used - size + need;
@@ -420,7 +422,7 @@ void *sc_shm_heap_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t si
   sc_shm_block *b = block_of(s, ptr);
   uint64_t old_payload = b ? sc_shm_block_size(b) - SC_SHM_BLOCK_HEADER : 0;
   int resized = b != NULL ? resize_in_place(s, b, block_need(size)) : 0;
-  unlock_keep_errno(s);
+  unlock_after(s, resized < 0);
   if (b == NULL)
     return sc_fail_null(EINVAL, "%p is not a live block of the shared arena", ptr);
   if (resized != 0)

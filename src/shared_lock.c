@@ -106,8 +106,8 @@ static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 static void self_register(void) { pthread_atfork(NULL, NULL, self_forget); }
 
 /* Every process that uses a segment gets here through create or attach
- * first; a forked child, which keeps its parent's mappings, gets here
- * through the lock. */
+ * (sc_shm_mutex_kind) first, which registers the fork handler; a forked
+ * child, which keeps its parent's mappings, reloads at its first lock. */
 static void self_ensure(void) {
   pthread_once(&self_once, self_register);
   if (__atomic_load_n(&self.pid, __ATOMIC_ACQUIRE) == 0)
@@ -151,7 +151,8 @@ uint64_t sc_shm_self_start(void) {
 static int *lock_word(sc_shm_mutex *m) { return &m->mutex.__data.__lock; }
 
 static void holder_record(sc_shm_mutex *m) {
-  self_ensure();
+  if (__builtin_expect(__atomic_load_n(&self.pid, __ATOMIC_ACQUIRE) == 0, 0))
+    self_load();
   __atomic_store_n(&m->holder_ns, self.ns, __ATOMIC_RELAXED);
   __atomic_store_n(&m->holder, self.holder, __ATOMIC_RELEASE);
 }
@@ -220,12 +221,16 @@ static int mutex_wait(sc_shm_mutex *m) {
   }
 }
 
+/* Any other kind sends glibc down another protocol (PI, recursive, ...)
+ * over a word it did not lay out. */
+static int kind_check(sc_shm_mutex *m, int kind) {
+  int found = __atomic_load_n(&m->mutex.__data.__kind, __ATOMIC_RELAXED);
+  return found == kind ? 0 : sc_shm_damaged("lock word (mutex kind)", (uint64_t)(unsigned)found);
+}
+
 int sc_shm_mutex_lock(sc_shm_mutex *m, int kind, int spin) {
-  /* Any other kind sends glibc down another protocol (PI, recursive, ...)
-   * over a word it did not lay out. */
-  if (__atomic_load_n(&m->mutex.__data.__kind, __ATOMIC_RELAXED) != kind)
-    return sc_shm_damaged("lock word (mutex kind)",
-                          (uint64_t)(unsigned)m->mutex.__data.__kind);
+  if (kind_check(m, kind) != 0)
+    return -1;
   int rc = pthread_mutex_trylock(&m->mutex);
   /* Critical sections are tens of nanoseconds: spinning a little before
    * sleeping saves the holder a futex wake and us a context switch. */
@@ -252,7 +257,14 @@ void sc_shm_mutex_unlock(sc_shm_mutex *m) {
 
 int sc_shm_lock(sc_shared_arena *s) {
   sc_shm_header *h = s->header;
-  int rc = sc_shm_mutex_lock(&h->lock, s->lock_kind, 1);
+  if (kind_check(&h->lock, s->lock_kind) != 0)
+    return -1;
+  int rc = pthread_mutex_trylock(&h->lock.mutex);
+  if (rc == 0) {
+    holder_record(&h->lock);
+    return 0;
+  }
+  rc = sc_shm_mutex_lock(&h->lock, s->lock_kind, 1);
   if (rc == 0)
     return 0;
   if (rc < 0)
