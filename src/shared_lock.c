@@ -260,11 +260,10 @@ int sc_shm_lock(sc_shared_arena *s) {
   if (kind_check(&h->lock, s->lock_kind) != 0)
     return -1;
   int rc = pthread_mutex_trylock(&h->lock.mutex);
-  if (rc == 0) {
+  if (rc == 0 || rc == EOWNERDEAD)
     holder_record(&h->lock);
-    return 0;
-  }
-  rc = sc_shm_mutex_lock(&h->lock, s->lock_kind, 1);
+  else if (rc == EBUSY)
+    rc = sc_shm_mutex_lock(&h->lock, s->lock_kind, 1);
   if (rc == 0)
     return 0;
   if (rc < 0)
