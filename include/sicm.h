@@ -479,7 +479,20 @@ SICM_API int sicm_migration_wait(sicm_migration *m, sicm_migration_report *repor
  * holds the heap's lock in the middle of an update: the next process to
  * take the lock rolls back the interrupted update and rebuilds the free
  * lists.  Blocks the dead process had allocated stay allocated; no block of
- * a surviving process is lost or changed.
+ * a surviving process is lost or changed.  A lock word that names a holder
+ * that is gone (checked against the pid, start time and pid namespace the
+ * holder records, after 100 ms of waiting; 1 s for a lock word with no
+ * matching record) is repaired the same way; a holder in another pid
+ * namespace cannot be checked and is waited on.
+ *
+ * Every process treats the segment as untrusted: its bounds are read once
+ * at attach, and every offset, size and list link read from it is checked
+ * before use.  Calls on a damaged heap fail with errno EUCLEAN and
+ * sicm_error_detail() names the field (sicm_arena_alloc(),
+ * sicm_arena_realloc(), sicm_realloc(), sicm_free() and the others above);
+ * a block whose own header is damaged is refused as not a block (EINVAL).
+ * A heap whose lock holder died and whose journal or blocks cannot be
+ * repaired stays refused (ENOTRECOVERABLE) for every process.
  *
  * Names are "/" followed by 1 to 200 characters from [A-Za-z0-9._-], not
  * "/." or "/.."; the object appears as /dev/shm/<name>. */
@@ -495,7 +508,9 @@ SICM_API int sicm_migration_wait(sicm_migration *m, sicm_migration_report *repor
  *   EINVAL  bad name, size below 64 KiB or above 64 TiB, mode beyond 0777,
  *           dev NULL or not from sicm_devices();
  *   ENOTSUP dev is a hugetlb device;
- *   EEXIST  a shared arena of that name exists already;
+ *   EEXIST  a shared arena of that name exists already, or another
+ *           process is creating it now (a name left by a creator that died
+ *           before finishing is reclaimed, not refused);
  *   ENOSPC  /dev/shm (a tmpfs, whose pages the arena gets as they are
  *           first touched) has less free space than `size`;
  *   ENOMEM  no free address range of that size, or out of memory;
@@ -511,16 +526,23 @@ SICM_API sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm
  * with errno
  *   EPERM    library not initialized;
  *   EINVAL   bad name;
- *   ENOENT   no shared arena of that name;
+ *   ENOENT   no shared arena of that name, or only one its creator
+ *            abandoned: it died before finishing it (sicm_error_detail()
+ *            names its pid; creating the name again reclaims it);
  *   EACCES   the object's mode does not let this process read and write it;
- *   EPROTO   the object is not a libsicm shared arena, or one of another
- *            version or layout (sicm_error_detail() says which);
+ *   EPROTO   the object is not a libsicm shared arena, one of another
+ *            version or layout, or its header places it where no process
+ *            can map it (base 0, unaligned, beyond the user address space)
+ *            or its heap anywhere but the whole object
+ *            (sicm_error_detail() says which);
+ *   EUCLEAN  its recorded memory policy is not one libsicm writes;
  *   EBADMSG  the object is shorter than its header says (truncated);
  *   EEXIST   the arena's address range is already mapped in this process
  *            (sicm_error_detail() names the range and what holds it);
  *            nothing is unmapped or changed;
- *   EAGAIN   the creator has not finished initializing it (after 2 s), or
- *            every arena slot is in use. */
+ *   EAGAIN   its creator, still alive, has not finished initializing it
+ *            (after 2 s), or every arena slot is in use.
+ * Threads attaching one arena at once all get the same handle. */
 SICM_API sicm_arena sicm_arena_attach(const char *name);
 
 /* Detach a shared arena from this process: its pointers become invalid
