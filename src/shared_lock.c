@@ -95,12 +95,15 @@ static void self_load(void) {
   struct stat ns;
   pid_t pid = getpid();
   (void)task_read(pid, &start, NULL); /* without /proc waiters only trust it */
-  self.holder = (uint64_t)pid | start << HOLDER_PID_BITS;
-  self.ns = stat("/proc/self/ns/pid", &ns) == 0 ? (uint64_t)ns.st_ino : 0;
+  /* Threads of a forked child may load at once: the same values, written
+   * atomically. */
+  __atomic_store_n(&self.holder, (uint64_t)pid | start << HOLDER_PID_BITS, __ATOMIC_RELAXED);
+  __atomic_store_n(&self.ns, stat("/proc/self/ns/pid", &ns) == 0 ? (uint64_t)ns.st_ino : 0,
+                   __ATOMIC_RELAXED);
   __atomic_store_n(&self.pid, pid, __ATOMIC_RELEASE);
 }
 
-static void self_forget(void) { self.pid = 0; }
+static void self_forget(void) { __atomic_store_n(&self.pid, 0, __ATOMIC_RELAXED); }
 
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 static void self_register(void) { pthread_atfork(NULL, NULL, self_forget); }
@@ -145,7 +148,7 @@ int sc_shm_mutex_kind(void) {
 
 uint64_t sc_shm_self_start(void) {
   self_ensure();
-  return self.holder >> HOLDER_PID_BITS;
+  return __atomic_load_n(&self.holder, __ATOMIC_RELAXED) >> HOLDER_PID_BITS;
 }
 
 static int *lock_word(sc_shm_mutex *m) { return &m->mutex.__data.__lock; }
@@ -153,8 +156,8 @@ static int *lock_word(sc_shm_mutex *m) { return &m->mutex.__data.__lock; }
 static void holder_record(sc_shm_mutex *m) {
   if (__builtin_expect(__atomic_load_n(&self.pid, __ATOMIC_ACQUIRE) == 0, 0))
     self_load();
-  __atomic_store_n(&m->holder_ns, self.ns, __ATOMIC_RELAXED);
-  __atomic_store_n(&m->holder, self.holder, __ATOMIC_RELEASE);
+  __atomic_store_n(&m->holder_ns, __atomic_load_n(&self.ns, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+  __atomic_store_n(&m->holder, __atomic_load_n(&self.holder, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
 }
 
 /* What a waiter saw of the holder at its last look. */
@@ -170,7 +173,7 @@ static int holder_gone(sc_shm_mutex *m, int word, holder_watch *w, int waited_ms
   uint64_t holder = __atomic_load_n(&m->holder, __ATOMIC_ACQUIRE);
   uint64_t ns = __atomic_load_n(&m->holder_ns, __ATOMIC_RELAXED), start;
   pid_t holder_pid = (pid_t)(holder & ((1u << HOLDER_PID_BITS) - 1));
-  int trusted = holder != 0 && ns != self.ns;
+  int trusted = holder != 0 && ns != __atomic_load_n(&self.ns, __ATOMIC_RELAXED);
   if (!trusted && holder != 0) {
     if (task_read(tid, &start, &tgid) == 0)
       trusted = tgid == holder_pid && task_read(holder_pid, &start, NULL) == 0 &&
