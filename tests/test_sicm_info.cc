@@ -1,4 +1,5 @@
-// test_sicm_info.cc: `sicm-info --json` is valid JSON and agrees with the C API.
+// test_sicm_info.cc: `sicm-info --json` is valid JSON and agrees with the C
+// API and, for what decides migration speed, with the kernel.
 #include <stdio.h>
 
 #include <map>
@@ -71,12 +72,56 @@ TEST(SicmInfo, JsonOfFourNodeTopology) {
   EXPECT_EQ("4 hbm\n", out);
 }
 
+// What the kernel says, read here independently of the tool.
+std::string ThpChoice(const char *file) {
+  std::string path = std::string("/sys/kernel/mm/transparent_hugepage/") + file, line;
+  FILE *f = fopen(path.c_str(), "r");
+  char buf[256];
+  if (f == nullptr) return "None";
+  if (fgets(buf, sizeof buf, f)) line = buf;
+  fclose(f);
+  size_t open = line.find('['), close = line.find(']');
+  return open == std::string::npos || close == std::string::npos
+             ? "None"
+             : line.substr(open + 1, close - open - 1);
+}
+
+const char *kMigration =
+    " --json | python3 -c 'import json,sys; m=json.load(sys.stdin)[\"migration\"]\n"
+    "print(m[\"thp_enabled\"], m[\"thp_defrag\"], m[\"cap_sys_nice\"], m[\"init_on_alloc\"], "
+    "m[\"init_on_alloc_source\"] != \"\")'";
+
+TEST(SicmInfo, MigrationFactorsAreTheKernelsAndThisProcesssCapabilities) {
+  int status;
+  std::string out = RunCommand(sicm_test::BuildPath("tools/sicm-info") + kMigration, &status);
+  ASSERT_EQ(0, status) << out;
+  FILE *f = fopen("/proc/self/status", "r");
+  ASSERT_NE(nullptr, f);
+  char line[256];
+  unsigned long long caps = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "CapEff: %llx", &caps) == 1) break;
+  fclose(f);
+  std::string expect = ThpChoice("enabled") + " " + ThpChoice("defrag") + " " +
+                       ((caps >> 23) & 1 ? "True" : "False") + " ";
+  EXPECT_EQ(0u, out.find(expect)) << out;
+  // Without CAP_SYS_NICE in its bounding set, even root's sicm-info has none.
+  if (system("setpriv --version >/dev/null 2>&1") == 0) {
+    out = RunCommand("setpriv --bounding-set -sys_nice " +
+                         sicm_test::BuildPath("tools/sicm-info") + kMigration,
+                     &status);
+    ASSERT_EQ(0, status) << out;
+    EXPECT_NE(std::string::npos, out.find(" False ")) << out;
+  }
+}
+
 TEST(SicmInfo, TableNamesEveryNode) {
   int status;
   std::string out = RunCommand(sicm_test::BuildPath("tools/sicm-info"), &status);
   ASSERT_EQ(0, status);
   EXPECT_NE(std::string::npos, out.find("ranking seen from node"));
   EXPECT_NE(std::string::npos, out.find("bandwidth"));
+  EXPECT_NE(std::string::npos, out.find("init_on_alloc: "));
 }
 
 TEST(SicmInfo, BadOptionExitsTwo) {

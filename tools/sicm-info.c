@@ -1,9 +1,12 @@
-/* sicm-info: prints the memory devices libsicm sees and how they rank,
- * as a table or (--json) as JSON. */
+/* sicm-info: prints the memory devices libsicm sees, how they rank, and
+ * what decides how fast pages migrate on this machine, as a table or
+ * (--json) as JSON. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/klog.h>
+#include <sys/utsname.h>
 
 #include "sicm.h"
 
@@ -30,10 +33,140 @@ static int rankings_compute(ranking *out, unsigned ndevices, int initiator) {
   return 0;
 }
 
+/* ---- what decides migration speed here (README, "Migration speed") ---- */
+
+typedef struct migration_factors {
+  char thp_enabled[32], thp_defrag[32]; /* the selected words; "" when unknown */
+  int init_on_alloc;                    /* 1, 0, or -1: unknown */
+  char init_on_alloc_source[128];       /* where that was read */
+  int cap_sys_nice;                     /* 1, 0, or -1: unknown */
+} migration_factors;
+
+/* The selected word of a sysfs choice ("always [madvise] never"). */
+static void sysfs_choice(const char *path, char *out, size_t len) {
+  char line[256];
+  out[0] = '\0';
+  FILE *f = fopen(path, "re");
+  if (f == NULL)
+    return;
+  if (fgets(line, sizeof line, f) != NULL) {
+    char *open = strchr(line, '['), *close = open ? strchr(open, ']') : NULL;
+    if (close != NULL)
+      snprintf(out, len, "%.*s", (int)(close - open - 1), open + 1);
+  }
+  fclose(f);
+}
+
+/* As the kernel's kstrtobool reads a boot option's value. */
+static int boolean_word(const char *v) {
+  return v[0] == '1' || v[0] == 'y' || v[0] == 'Y' || strncmp(v, "on", 2) == 0;
+}
+
+/* What the running kernel logged at boot ("mem auto-init: stack:off, heap
+ * alloc:on, ..."), when this process may read the kernel log; 1, 0 or -1. */
+static int init_on_alloc_logged(void) {
+  int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0);
+  char *log = size > 0 ? malloc((size_t)size + 1) : NULL;
+  int n = log ? klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, size) : -1, found = -1;
+  if (n > 0) {
+    log[n] = '\0';
+    const char *line = strstr(log, "mem auto-init:"), *alloc;
+    if (line != NULL && (alloc = strstr(line, "heap alloc:")) != NULL)
+      found = strncmp(alloc + strlen("heap alloc:"), "on", 2) == 0;
+  }
+  free(log);
+  return found;
+}
+
+/* The command line wins (its last init_on_alloc=, as the kernel parses it);
+ * then what the kernel logged at boot; then the built-in default in the
+ * kernel's config file. */
+static void init_on_alloc_read(migration_factors *m) {
+  char buf[4096];
+  m->init_on_alloc = -1;
+  snprintf(m->init_on_alloc_source, sizeof m->init_on_alloc_source, "unknown");
+  FILE *f = fopen("/proc/cmdline", "re");
+  if (f != NULL) {
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (char *p = buf; (p = strstr(p, "init_on_alloc=")) != NULL; p++)
+      if (p == buf || p[-1] == ' ') {
+        m->init_on_alloc = boolean_word(p + strlen("init_on_alloc="));
+        snprintf(m->init_on_alloc_source, sizeof m->init_on_alloc_source, "kernel command line");
+      }
+    if (m->init_on_alloc >= 0)
+      return;
+  }
+  if ((m->init_on_alloc = init_on_alloc_logged()) >= 0) {
+    snprintf(m->init_on_alloc_source, sizeof m->init_on_alloc_source, "kernel log at boot");
+    return;
+  }
+  struct utsname u;
+  char path[sizeof u.release + 16];
+  if (uname(&u) != 0)
+    return;
+  snprintf(path, sizeof path, "/boot/config-%s", u.release);
+  if ((f = fopen(path, "re")) == NULL)
+    return;
+  while (m->init_on_alloc < 0 && fgets(buf, sizeof buf, f) != NULL) {
+    if (strncmp(buf, "CONFIG_INIT_ON_ALLOC_DEFAULT_ON=y", 33) == 0)
+      m->init_on_alloc = 1;
+    else if (strncmp(buf, "# CONFIG_INIT_ON_ALLOC_DEFAULT_ON is not set", 44) == 0)
+      m->init_on_alloc = 0;
+  }
+  fclose(f);
+  if (m->init_on_alloc >= 0)
+    snprintf(m->init_on_alloc_source, sizeof m->init_on_alloc_source, "kernel default (%s)", path);
+}
+
+/* Bit 23 of the effective capabilities: moving pages other processes map
+ * too (MPOL_MF_MOVE_ALL, shared arenas) needs it. */
+static int cap_sys_nice_read(void) {
+  char line[256];
+  unsigned long long caps;
+  int found = -1;
+  FILE *f = fopen("/proc/self/status", "re");
+  if (f == NULL)
+    return -1;
+  while (found < 0 && fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "CapEff: %llx", &caps) == 1)
+      found = (int)((caps >> 23) & 1);
+  fclose(f);
+  return found;
+}
+
+static void migration_factors_read(migration_factors *m) {
+  sysfs_choice("/sys/kernel/mm/transparent_hugepage/enabled", m->thp_enabled,
+               sizeof m->thp_enabled);
+  sysfs_choice("/sys/kernel/mm/transparent_hugepage/defrag", m->thp_defrag, sizeof m->thp_defrag);
+  init_on_alloc_read(m);
+  m->cap_sys_nice = cap_sys_nice_read();
+}
+
+static const char *tristate(int v, const char *yes, const char *no) {
+  return v < 0 ? "unknown" : v ? yes : no;
+}
+
+static void print_migration_table(const migration_factors *m) {
+  printf("\nmigration on this machine:\n");
+  printf("  transparent huge pages: enabled [%s], defrag [%s]\n",
+         m->thp_enabled[0] ? m->thp_enabled : "unknown",
+         m->thp_defrag[0] ? m->thp_defrag : "unknown");
+  printf("  init_on_alloc: %s (%s)%s\n", tristate(m->init_on_alloc, "on", "off"),
+         m->init_on_alloc_source,
+         m->init_on_alloc > 0 ? ": each page a migration allocates is zeroed first" : "");
+  printf("  CAP_SYS_NICE: %s\n",
+         tristate(m->cap_sys_nice, "yes: may move the pages of shared arenas",
+                  "no: moving a shared arena fails with EPERM"));
+}
+
 static void usage(FILE *out) {
   fprintf(out, "usage: sicm-info [--json] [--initiator NODE]\n"
                "Lists the memory devices (NUMA node x page size) and their ranking\n"
-               "seen from an initiator node (default: this thread's node).\n");
+               "seen from an initiator node (default: this thread's node), and what\n"
+               "decides migration speed here: transparent huge pages, init_on_alloc,\n"
+               "CAP_SYS_NICE.\n");
 }
 
 /* One device field's value.  Signed and unsigned numbers stay apart so that
@@ -180,7 +313,8 @@ static void print_cell(size_t col, size_t ncols, int width, const char *text) {
   printf("%s%*s%s", col > 0 ? " " : "", width, text, col + 1 == ncols ? "\n" : "");
 }
 
-static void print_table(const sicm_device_list *list, int initiator, const ranking *ranks) {
+static void print_table(const sicm_device_list *list, int initiator, const ranking *ranks,
+                        const migration_factors *m) {
   const device_field *cols[NFIELDS];
   size_t ncols = table_columns(cols);
   for (size_t c = 0; c < ncols; c++)
@@ -201,6 +335,7 @@ static void print_table(const sicm_device_list *list, int initiator, const ranki
              (unsigned long long)ranks[c].entries[i].value);
     printf("\n");
   }
+  print_migration_table(m);
 }
 
 /* Every string in the JSON goes through here.  No device field can hold a
@@ -288,7 +423,25 @@ static void print_json_device(const sicm_device_list *list, const sicm_device *d
   printf("}}");
 }
 
-static void print_json(const sicm_device_list *list, int initiator, const ranking *ranks) {
+
+static void json_tristate(int v) { printf("%s", v < 0 ? "null" : v ? "true" : "false"); }
+
+static void print_json_migration(const migration_factors *m) {
+  printf("  \"migration\": {\"thp_enabled\": ");
+  m->thp_enabled[0] ? json_string(m->thp_enabled) : (void)printf("null");
+  printf(", \"thp_defrag\": ");
+  m->thp_defrag[0] ? json_string(m->thp_defrag) : (void)printf("null");
+  printf(", \"init_on_alloc\": ");
+  json_tristate(m->init_on_alloc);
+  printf(", \"init_on_alloc_source\": ");
+  json_string(m->init_on_alloc_source);
+  printf(", \"cap_sys_nice\": ");
+  json_tristate(m->cap_sys_nice);
+  printf("}\n");
+}
+
+static void print_json(const sicm_device_list *list, int initiator, const ranking *ranks,
+                       const migration_factors *m) {
   printf("{\n  \"initiator\": %d,\n  \"devices\": [\n", initiator);
   for (unsigned i = 0; i < list->count; i++) {
     print_json_device(list, &list->devices[i]);
@@ -310,7 +463,9 @@ static void print_json(const sicm_device_list *list, int initiator, const rankin
     }
     printf("]}%s\n", c + 1 < NCRITERIA ? "," : "");
   }
-  printf("  }\n}\n");
+  printf("  },\n");
+  print_json_migration(m);
+  printf("}\n");
 }
 
 int main(int argc, char **argv) {
@@ -342,12 +497,14 @@ int main(int argc, char **argv) {
   const sicm_device_list *list = sicm_devices();
   ranking ranks[NCRITERIA] = {{0}};
   int rc = rankings_compute(ranks, list->count, initiator);
+  migration_factors factors;
+  migration_factors_read(&factors);
   if (rc != 0)
     fprintf(stderr, "sicm-info: %s (%s)\n", sicm_error_detail(), strerror(errno));
   else if (json)
-    print_json(list, initiator, ranks);
+    print_json(list, initiator, ranks, &factors);
   else
-    print_table(list, initiator, ranks);
+    print_table(list, initiator, ranks, &factors);
   for (size_t c = 0; c < NCRITERIA; c++)
     free(ranks[c].entries);
   sicm_fini();
