@@ -290,16 +290,17 @@ sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *
   }
   crash_point(2);
   sc_shm_header *h = (sc_shm_header *)base;
-  h->creator_pid = (int32_t)getpid();
-  h->creator_start = sc_shm_self_start();
   sc_shared_arena segment = {.header = h, .size = size};
   /* Bind before the first touch: on shared memory this is the object's
    * policy, so pages any process touches later go there too. */
   int rc = mbind(h, size, binding.policy, binding.nodes.bits, SC_NODES_MAX, 0);
-  if (rc != 0)
+  if (rc != 0) {
     sc_fail(errno, "mbind to the arena's device failed: %s", strerror(errno));
-  else
+  } else {
+    h->creator_pid = (int32_t)getpid();
+    h->creator_start = sc_shm_self_start();
     rc = sc_shm_heap_format(&segment);
+  }
   crash_point(3);
   sicm_arena sa = NULL;
   if (rc == 0) {
@@ -346,8 +347,9 @@ static int header_read(int fd, const char *name, sc_shm_header *h, struct stat *
     if (h->magic != 0 && h->magic != SC_SHM_MAGIC)
       return sc_fail(EPROTO, "%s is not a libsicm shared arena", name);
     if (creation_abandoned(fd, st))
-      return sc_fail(ENOENT, "shared arena %s was never finished: its creator (pid %d) died "
-                               "while creating it; creating it again reclaims the name", name,
+      return sc_fail(ENOENT, "shared arena %s was never finished: its creator (pid %d, 0 if it "
+                               "died before recording itself) died while creating it; creating "
+                               "it again reclaims the name", name,
                        (size_t)got >= offsetof(sc_shm_header, creator_start) ? h->creator_pid : 0);
     if (waited_ms >= 2000)
       return sc_fail(EAGAIN, "%s is not initialized (still being created?)", name);
