@@ -50,10 +50,10 @@ typedef struct sc_shm_journal_entry {
 /* A process-shared robust mutex and who holds it, recorded by the holder
  * after it takes the mutex and cleared before it lets go: what lets a
  * waiter tell a live holder from a lock word naming a task that is gone
- * (sc_shm_mutex_lock). */
+ * (shared_lock.c). */
 typedef struct sc_shm_mutex {
   pthread_mutex_t mutex;
-  uint64_t holder;      /* tid | start time << 22 (clock ticks since boot); 0: none */
+  uint64_t holder;      /* pid | start time << 22 (clock ticks since boot); 0: none */
   uint64_t holder_ns;   /* inode of the holder's pid namespace */
 } sc_shm_mutex;
 
@@ -125,6 +125,11 @@ static inline uint64_t sc_shm_offset_of(const sc_shm_header *h, const void *p) {
 static inline uint64_t sc_shm_block_size(const sc_shm_block *b) { return b->size_flags & ~(uint64_t)15; }
 static inline int sc_shm_block_is_free(const sc_shm_block *b) { return (b->size_flags & SC_SHM_FREE) != 0; }
 
+/* Where the heap starts: after the header, on a page of its own. */
+static inline uint64_t sc_shm_heap_begin(void) {
+  return sc_round_up(sizeof(sc_shm_header), sc_page_size());
+}
+
 /* Whether a block can start at `offset`, an offset read from the segment:
  * 16-aligned, with room for the smallest block before the sentinel. */
 static inline int sc_shm_offset_ok(const sc_shared_arena *s, uint64_t offset) {
@@ -144,12 +149,6 @@ int sc_shm_mutex_init(sc_shm_mutex *m);
 int sc_shm_mutex_kind(void);
 /* This process's start time (clock ticks since boot), as holders record it. */
 uint64_t sc_shm_self_start(void);
-/* Takes m, spinning a little first if `spin`; a holder that is gone is
- * treated as dead.  Returns 0, EOWNERDEAD (taken; the holder died), an
- * errno of pthread_mutex_lock(), or -1 after sc_fail (EUCLEAN: the mutex's
- * kind is not `kind`, so its word is not ours to interpret). */
-int sc_shm_mutex_lock(sc_shm_mutex *m, int kind, int spin);
-void sc_shm_mutex_unlock(sc_shm_mutex *m);
 /* Takes the heap lock, repairing the heap if its holder died or is gone;
  * 0 or -1 (EUCLEAN: the segment is damaged: the lock's kind, or blocks a
  * repair cannot tile). */

@@ -208,7 +208,7 @@ int sc_shm_heap_format(sc_shared_arena *s) {
   if (rc != 0)
     return sc_fail(rc, "cannot make the shared arena's locks: %s", strerror(rc));
   s->lock_kind = h->lock.mutex.__data.__kind;
-  s->heap_begin = h->header_size = h->heap_begin = sc_round_up(sizeof *h, sc_page_size());
+  s->heap_begin = h->header_size = h->heap_begin = sc_shm_heap_begin();
   s->heap_end = h->heap_end = s->size - SC_SHM_BLOCK_HEADER;
   h->size = s->size;
   sc_shm_block *first = sc_shm_block_at(h, s->heap_begin);

@@ -46,8 +46,7 @@
 /* ---- this process, as a holder records it ---- */
 
 static struct {
-  pid_t pid;         /* 0: not loaded */
-  uint64_t holder;   /* pid | start << HOLDER_PID_BITS */
+  uint64_t holder;   /* pid | start << HOLDER_PID_BITS; 0: not loaded */
   uint64_t ns;
 } self;
 
@@ -96,14 +95,13 @@ static void self_load(void) {
   pid_t pid = getpid();
   (void)task_read(pid, &start, NULL); /* without /proc waiters only trust it */
   /* Threads of a forked child may load at once: the same values, written
-   * atomically. */
-  __atomic_store_n(&self.holder, (uint64_t)pid | start << HOLDER_PID_BITS, __ATOMIC_RELAXED);
+   * atomically, the holder (which says "loaded") last. */
   __atomic_store_n(&self.ns, stat("/proc/self/ns/pid", &ns) == 0 ? (uint64_t)ns.st_ino : 0,
                    __ATOMIC_RELAXED);
-  __atomic_store_n(&self.pid, pid, __ATOMIC_RELEASE);
+  __atomic_store_n(&self.holder, (uint64_t)pid | start << HOLDER_PID_BITS, __ATOMIC_RELEASE);
 }
 
-static void self_forget(void) { __atomic_store_n(&self.pid, 0, __ATOMIC_RELAXED); }
+static void self_forget(void) { __atomic_store_n(&self.holder, 0, __ATOMIC_RELAXED); }
 
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 static void self_register(void) { pthread_atfork(NULL, NULL, self_forget); }
@@ -113,7 +111,7 @@ static void self_register(void) { pthread_atfork(NULL, NULL, self_forget); }
  * child, which keeps its parent's mappings, reloads at its first lock. */
 static void self_ensure(void) {
   pthread_once(&self_once, self_register);
-  if (__atomic_load_n(&self.pid, __ATOMIC_ACQUIRE) == 0)
+  if (__atomic_load_n(&self.holder, __ATOMIC_ACQUIRE) == 0)
     self_load();
 }
 
@@ -153,11 +151,14 @@ uint64_t sc_shm_self_start(void) {
 
 static int *lock_word(sc_shm_mutex *m) { return &m->mutex.__data.__lock; }
 
-static void holder_record(sc_shm_mutex *m) {
-  if (__builtin_expect(__atomic_load_n(&self.pid, __ATOMIC_ACQUIRE) == 0, 0))
+static inline void holder_record(sc_shm_mutex *m) {
+  uint64_t holder = __atomic_load_n(&self.holder, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(holder == 0, 0)) {
     self_load();
+    holder = __atomic_load_n(&self.holder, __ATOMIC_ACQUIRE);
+  }
   __atomic_store_n(&m->holder_ns, __atomic_load_n(&self.ns, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-  __atomic_store_n(&m->holder, __atomic_load_n(&self.holder, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+  __atomic_store_n(&m->holder, holder, __ATOMIC_RELEASE);
 }
 
 /* What a waiter saw of the holder at its last look. */
@@ -213,13 +214,11 @@ static int mutex_wait(sc_shm_mutex *m) {
       until.tv_nsec -= 1000000000;
     }
     int rc = pthread_mutex_timedlock(&m->mutex, &until);
-    int word = __atomic_load_n(lock_word(m), __ATOMIC_ACQUIRE);
-    if (rc == EDEADLK) /* it names this thread, which never holds it while locking */
-      holder_declare_dead(m, word);
-    else if (rc != ETIMEDOUT)
+    if (rc != ETIMEDOUT)
       return rc;
-    else if (waited_ms >= JUDGE_AFTER_MS && (word & FUTEX_TID_MASK) != 0 &&
-             !(word & FUTEX_OWNER_DIED) && holder_gone(m, word, &watch, waited_ms))
+    int word = __atomic_load_n(lock_word(m), __ATOMIC_ACQUIRE);
+    if (waited_ms >= JUDGE_AFTER_MS && (word & FUTEX_TID_MASK) != 0 &&
+        !(word & FUTEX_OWNER_DIED) && holder_gone(m, word, &watch, waited_ms))
       holder_declare_dead(m, word);
   }
 }
@@ -231,27 +230,31 @@ static int kind_check(sc_shm_mutex *m, int kind) {
   return found == kind ? 0 : sc_shm_damaged("lock word (mutex kind)", (uint64_t)(unsigned)found);
 }
 
-int sc_shm_mutex_lock(sc_shm_mutex *m, int kind, int spin) {
+/* Takes m, spinning a little first if `spin`; a holder that is gone is
+ * treated as dead.  Returns 0, EOWNERDEAD (taken; the holder died), an
+ * errno of pthread_mutex_timedlock(), or -1 after sc_fail (EUCLEAN: m's kind
+ * is not `kind`, so its word is not ours to interpret). */
+static inline int mutex_lock(sc_shm_mutex *m, int kind, int spin) {
   if (kind_check(m, kind) != 0)
     return -1;
   int rc = pthread_mutex_trylock(&m->mutex);
   /* Critical sections are tens of nanoseconds: spinning a little before
-   * sleeping saves the holder a futex wake and us a context switch. */
+   * sleeping saves the holder a futex wake and us a context switch.  (A
+   * lock word naming this very thread reads EBUSY too, never EDEADLK, for
+   * this kind of mutex.) */
   for (unsigned n = 0; spin && rc == EBUSY && n < SPINS; n++) {
     for (unsigned i = 0; i < 8; i++)
       sc_cpu_relax();
     rc = pthread_mutex_trylock(&m->mutex);
   }
-  if (rc == EBUSY || rc == EDEADLK)
+  if (rc == EBUSY)
     rc = mutex_wait(m);
-  if (rc == 0 || rc == EOWNERDEAD) {
+  if (rc == 0 || rc == EOWNERDEAD)
     holder_record(m);
-    return rc;
-  }
   return rc;
 }
 
-void sc_shm_mutex_unlock(sc_shm_mutex *m) {
+static void mutex_unlock(sc_shm_mutex *m) {
   __atomic_store_n(&m->holder, 0, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&m->mutex);
 }
@@ -260,13 +263,7 @@ void sc_shm_mutex_unlock(sc_shm_mutex *m) {
 
 int sc_shm_lock(sc_shared_arena *s) {
   sc_shm_header *h = s->header;
-  if (kind_check(&h->lock, s->lock_kind) != 0)
-    return -1;
-  int rc = pthread_mutex_trylock(&h->lock.mutex);
-  if (rc == 0 || rc == EOWNERDEAD)
-    holder_record(&h->lock);
-  else if (rc == EBUSY)
-    rc = sc_shm_mutex_lock(&h->lock, s->lock_kind, 1);
+  int rc = mutex_lock(&h->lock, s->lock_kind, 1);
   if (rc == 0)
     return 0;
   if (rc < 0)
@@ -277,7 +274,7 @@ int sc_shm_lock(sc_shared_arena *s) {
     /* Unlocking without marking it consistent says to every process that
      * the heap is beyond repair. */
     int err = errno;
-    sc_shm_mutex_unlock(&h->lock);
+    mutex_unlock(&h->lock);
     errno = err;
     return -1;
   }
@@ -285,11 +282,11 @@ int sc_shm_lock(sc_shared_arena *s) {
   return 0;
 }
 
-void sc_shm_unlock(sc_shared_arena *s) { sc_shm_mutex_unlock(&s->header->lock); }
+void sc_shm_unlock(sc_shared_arena *s) { mutex_unlock(&s->header->lock); }
 
 int sc_shm_migrate_lock(sc_shared_arena *s) {
   sc_shm_mutex *m = &s->header->migrate_lock;
-  int rc = sc_shm_mutex_lock(m, s->lock_kind, 0);
+  int rc = mutex_lock(m, s->lock_kind, 0);
   if (rc < 0)
     return -1;
   if (rc == EOWNERDEAD)
@@ -297,4 +294,4 @@ int sc_shm_migrate_lock(sc_shared_arena *s) {
   return rc ? sc_fail(rc, "the shared arena's migration lock: %s", strerror(rc)) : 0;
 }
 
-void sc_shm_migrate_unlock(sc_shared_arena *s) { sc_shm_mutex_unlock(&s->header->migrate_lock); }
+void sc_shm_migrate_unlock(sc_shared_arena *s) { mutex_unlock(&s->header->migrate_lock); }

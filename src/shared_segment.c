@@ -373,7 +373,7 @@ static int header_read(int fd, const char *name, sc_shm_header *h, struct stat *
   if ((uint64_t)st->st_size < h->size)
     return sc_fail(EBADMSG, "%s is truncated: %lld of its %llu bytes", name,
                      (long long)st->st_size, (unsigned long long)h->size);
-  uint64_t heap_begin = sc_round_up(sizeof *h, sc_page_size());
+  uint64_t heap_begin = sc_shm_heap_begin();
   if (h->heap_begin != heap_begin || h->header_size != heap_begin)
     return sc_fail(EPROTO, "%s has a damaged header: its heap begins at 0x%llx, not 0x%llx", name,
                      (unsigned long long)h->heap_begin, (unsigned long long)heap_begin);
