@@ -231,18 +231,21 @@ enum sicm_arena_flags {
 /* Most devices one arena can be bound to. */
 #define SICM_ARENA_DEVICES_MAX 64
 
-/* Create an arena whose every page — data and the allocator's own metadata
- * for it — is on `dev` (strict binding).  `maxsize` bounds the bytes the
- * arena holds (sicm_arena_size()), including about 2 MiB of allocator
- * metadata created with the arena; 0 means unlimited.
+/* Create an arena whose every data page is on `dev` (strict binding).
+ * `maxsize` bounds the bytes the arena holds (sicm_arena_size()); 0 means
+ * unlimited.  The allocator's metadata for the arena (about 84 KiB at
+ * first, 2 MiB of address space) lives in ordinary memory near the threads
+ * that use the arena: it takes no room on `dev`, does not count against
+ * maxsize and is not moved by sicm_arena_set_device().
  *
  * What an arena costs (measured on x86-64 with 1,000 arenas of one 64-byte
  * allocation each): 16 GiB of reserved address space (no memory) plus about
- * 6 MiB more for its page tags and the allocator's radix-tree leaf; 126 KiB
- * resident; 2 MiB of sicm_arena_size().  Threads that use an arena at the
- * same time get allocator arenas of their own, up to one per CPU (at most
- * 8), each another 2 MiB of sicm_arena_size() — so an arena with a maxsize
- * below 256 MiB keeps one.  After destroy, about 6 MiB of address space and
+ * 8 MiB more for its page tags, the allocator's radix-tree leaf and its
+ * metadata; 126 KiB resident, 84 KiB of it metadata; 4 KiB of
+ * sicm_arena_size().  Threads that use an arena at the same time get
+ * allocator arenas of their own, up to one per CPU (at most 8), each
+ * another 2 MiB of address space and 84 KiB of metadata; an arena with a
+ * maxsize below 256 MiB keeps one.  After destroy, about 6 MiB of address space and
  * 70 KiB resident per arena stay until new arenas reuse the same addresses
  * (the allocator's metadata for that range); a process that creates and
  * destroys arenas in a loop stays flat.  A thread keeps up to 256 KiB per
@@ -251,8 +254,7 @@ enum sicm_arena_flags {
  *   EPERM   library not initialized;
  *   EINVAL  dev NULL or not from sicm_devices();
  *   ENOTSUP dev is a hugetlb device (not supported yet);
- *   ENOMEM  maxsize below the arena's metadata, out of address space, or
- *           out of memory;
+ *   ENOMEM  out of address space, or out of memory;
  *   EAGAIN  the allocator has no free arena index (about 4000 arenas live). */
 SICM_API sicm_arena sicm_arena_create(size_t maxsize, sicm_device *dev);
 
@@ -313,8 +315,8 @@ SICM_API size_t sicm_usable_size(const void *ptr);
  * never faults, whatever the pointer. */
 SICM_API sicm_arena sicm_arena_lookup(const void *ptr);
 
-/* Bytes the arena holds: memory it has committed for data and metadata,
- * never more than its maxsize.  Returns it, or 0 with errno EINVAL or
+/* Bytes the arena holds: memory it has committed for data, never more than
+ * its maxsize.  Returns it, or 0 with errno EINVAL or
  * ESTALE (bad handle). */
 SICM_API size_t sicm_arena_size(sicm_arena sa);
 
@@ -349,8 +351,8 @@ SICM_API int sicm_arenas_list(sicm_arena *out, size_t max);
 typedef struct sicm_arena_stats {
   size_t allocated; /* bytes in live allocations (thread caches included) */
   size_t active;    /* bytes of pages backing active extents */
-  size_t resident;  /* bytes of pages the allocator counts as resident */
-  size_t mapped;    /* bytes of extents the allocator has mapped */
+  size_t resident;  /* bytes of data pages the allocator counts as resident */
+  size_t mapped;    /* bytes the allocator has mapped, its metadata included */
   size_t held;      /* sicm_arena_size() */
   size_t maxsize;   /* 0: unlimited */
 } sicm_arena_stats;
@@ -399,8 +401,7 @@ typedef struct sicm_migration_report {
   unsigned threads;       /* threads that moved pages */
 } sicm_migration_report;
 
-/* Move every page of the arena — its data and the allocator's metadata for
- * it — to `dev`, and bind later allocations there (strict binding).  Every
+/* Move every data page of the arena to `dev`, and bind later allocations there (strict binding).  Every
  * pointer stays valid; other threads may allocate, free, read and write the
  * arena meanwhile.  Arenas in transparent huge pages (SICM_ARENA_HUGEPAGES,
  * or any arena past 64 MiB not created with SICM_ARENA_NOHUGEPAGES) are

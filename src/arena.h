@@ -232,4 +232,34 @@ void sc_window_advise_huge(sc_arena *a);
 /* A consistent copy of the arena's windows; returns how many. */
 unsigned sc_window_snapshot(sc_arena *a, sc_window *out);
 
+/* ---- migrate_move.c ---- */
+/* Moves the resident pages of the windows' used parts to `to` (their
+ * policy is the caller's); strict: a page left elsewhere is a failure;
+ * huge: the arena is in huge pages.  Adds to the report; 0, or -1 with
+ * errno and the cause. */
+int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, int strict,
+                  int huge, int move_flag, const int *cancel, sicm_migration_report *report);
+
+/* ---- resident.c: the resident pages of a range, in batches ---- */
+enum { SC_PAGE_LIST_MAX = 65536 }; /* pages per batch */
+typedef struct sc_page_list sc_page_list;
+/* Acts on the l->n pages of the list (0, or -1 with errno: stop). */
+typedef int (*sc_page_list_flush)(sc_page_list *l, void *ctx);
+struct sc_page_list {
+  void **pages;                 /* page addresses */
+  int *nodes, *status;          /* per page, for move_pages */
+  size_t n, cap;
+  sc_page_list_flush flush;
+  void *ctx;
+};
+/* A list for batches of at most max_pages (and SC_PAGE_LIST_MAX); 0 or -1. */
+int sc_page_list_init(sc_page_list *l, size_t max_pages, sc_page_list_flush flush, void *ctx);
+void sc_page_list_free(sc_page_list *l);
+/* Flushes what the list holds; 0, or the flush's -1. */
+int sc_page_list_flush_now(sc_page_list *l);
+/* Appends the resident pages of [base, base + len) to l (NULL: count only),
+ * flushing each full batch but not the last one; returns how many pages
+ * are resident, or -1 with errno. */
+long sc_resident_pages(char *base, size_t len, sc_page_list *l);
+
 #endif /* SC_ARENA_H */

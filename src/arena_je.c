@@ -7,6 +7,7 @@
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "arena_je.h"
@@ -27,11 +28,17 @@ static int private_open(sc_arena *a, void *arg) {
 int sc_je_shard_add(sc_je_arena *je) {
   extent_hooks_t *hooks = &je->hooks;
   unsigned index;
+  sc_je_hook_failed = 0;
   int err = je_mallctl("arenas.create", &index, &(size_t){sizeof index}, &hooks, sizeof hooks);
-  if (err != 0) /* EAGAIN: its metadata did not fit maxsize, or no memory */
-    return sc_fail(err == EAGAIN ? ENOMEM : err,
-                   "jemalloc could not create the arena (maxsize %zu)", je->arena->maxsize);
-  je->shards[je->nshards++] = index;
+  if (err != 0 && sc_je_hook_failed) { /* no memory for its metadata: the hook said why */
+    sc_je_hook_failed = 0;
+    errno = ENOMEM;
+    return -1;
+  }
+  if (err != 0) /* EAGAIN: jemalloc has no arena index left */
+    return sc_fail(err, "jemalloc could not create another arena (%s)", strerror(err));
+  je->shards[je->nshards] = index;
+  __atomic_store_n(&je->nshards, je->nshards + 1, __ATOMIC_RELEASE); /* read by the hooks */
   return 0;
 }
 
@@ -147,15 +154,16 @@ static int private_stats(sc_arena *a, sicm_arena_stats *out) {
   size_t pactive = 0;
   pthread_mutex_lock(&a->kind_lock);
   for (unsigned i = 0; i < je->nshards && rc == 0; i++) {
-    size_t small, large, pages, resident, mapped;
+    size_t small, large, pages, resident, metadata, mapped;
     rc = stat_read(je->shards[i], "small.allocated", &small) |
          stat_read(je->shards[i], "large.allocated", &large) |
          stat_read(je->shards[i], "pactive", &pages) |
          stat_read(je->shards[i], "resident", &resident) |
+         stat_read(je->shards[i], "base", &metadata) |
          stat_read(je->shards[i], "mapped", &mapped);
     out->allocated += small + large;
     pactive += pages;
-    out->resident += resident;
+    out->resident += resident > metadata ? resident - metadata : 0;
     out->mapped += mapped;
   }
   pthread_mutex_unlock(&a->kind_lock);

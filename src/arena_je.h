@@ -18,8 +18,8 @@
  * CPU, so that threads do not queue on one jemalloc arena's locks.  All
  * share the hooks, hence the windows, placement, maxsize and migration. */
 #define SC_SHARDS_MAX 8
-/* Each shard's jemalloc metadata takes 2 MiB of the arena's maxsize, so an
- * arena with a smaller maxsize than this keeps one. */
+/* Each shard costs 84 KiB of jemalloc metadata and 2 MiB of address
+ * space; an arena with a smaller maxsize than this keeps one. */
 #define SC_SHARDS_MIN_MAXSIZE ((size_t)256 << 20)
 
 /* The kind's data in sc_arena.kind_data. */

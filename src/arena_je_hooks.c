@@ -1,5 +1,6 @@
 /* arena_je_hooks.c: the jemalloc extent hooks of every private arena.
- * They carve extents from the arena's windows, count committed bytes
+ * They carve extents from the arena's windows (and map each jemalloc
+ * arena's first block of metadata outside them), count committed bytes
  * against the arena's maxsize (decommit gives the pages back with one
  * madvise; mprotect only under strict overcommit, see arena.h).  They
  * never call mallctl (that deadlocks inside arenas.create and
@@ -49,9 +50,48 @@ static bool pages_open(void *addr, size_t len) {
   return hook_fail();
 }
 
+/* Inside arenas.create, before its index reaches us, jemalloc allocates
+ * the new arena's first 2 MiB block of metadata (its "base", about 84 KiB
+ * touched) through these hooks: a request for an index we do not know yet.
+ * Later base blocks, if it ever needs them, come from the windows. */
+static bool metadata_request(const sc_je_arena *je, unsigned arena_ind) {
+  unsigned n = __atomic_load_n(&je->nshards, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (je->shards[i] == arena_ind)
+      return false;
+  return true;
+}
+
+/* The metadata lives in ordinary memory, outside the windows: first
+ * touched by the allocating threads, so near them; never on a device the
+ * arena is bound to (a few KiB of HBM per arena), not counted against
+ * maxsize, and never moved with the arena (moving it was most of the cost
+ * of migrating a small arena).  No huge page: 84 KiB touched stays 84 KiB. */
+static void *metadata_map(size_t size, size_t alignment) {
+  size_t span = size + alignment;
+  char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) {
+    sc_fail(ENOMEM, "no memory for the arena's metadata: %s", strerror(errno));
+    hook_fail();
+    return NULL;
+  }
+  char *p = (char *)sc_round_up((uintptr_t)raw, alignment);
+  if (p > raw)
+    munmap(raw, (size_t)(p - raw));
+  if (raw + span > p + size)
+    munmap(p + size, (size_t)(raw + span - (p + size)));
+  madvise(p, size, MADV_NOHUGEPAGE); /* advice: a kernel without THP needs none */
+  return p;
+}
+
 static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size_t alignment,
                         bool *zero, bool *commit, unsigned arena_ind) {
   sc_arena *a = hooks_arena(hooks);
+  if (new_addr == NULL && metadata_request((const sc_je_arena *)hooks, arena_ind)) {
+    void *p = metadata_map(size, alignment);
+    *zero = *commit = p != NULL;
+    return p;
+  }
   if (*commit && !held_reserve(a, size))
     return NULL;
   pthread_mutex_lock(&a->window_lock);
@@ -74,7 +114,9 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
  * never reused behind jemalloc's back; they go away with the arena. */
 static bool hook_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                         unsigned arena_ind) {
-  return true;
+  if (sc_window_contains(hooks_arena(hooks), (uintptr_t)addr))
+    return true;
+  return munmap(addr, size) != 0; /* the metadata block, at the arena's destroy */
 }
 
 static void hook_destroy(extent_hooks_t *hooks, void *addr, size_t size, bool committed,

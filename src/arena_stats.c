@@ -1,5 +1,5 @@
 /* arena_stats.c: what an arena holds — its kind's statistics, and where
- * its pages are (move_pages over its windows). */
+ * its pages are (move_pages over the resident pages of its windows). */
 #include <errno.h>
 #include <numaif.h>
 #include <stdlib.h>
@@ -16,29 +16,37 @@ int sicm_arena_stats_get(sicm_arena sa, sicm_arena_stats *out) {
   return a->ops->stats(a, out);
 }
 
-/* Counts the resident pages of [base, base+len) per node into bytes. */
-static int range_residency(char *base, size_t len, size_t *bytes, size_t nnodes) {
-  enum { BATCH = 4096 };
-  size_t page = sc_page_size();
-  void **pages = malloc(BATCH * sizeof *pages);
-  int *status = malloc(BATCH * sizeof *status);
+typedef struct residency_count {
+  size_t *bytes, nnodes;
+} residency_count;
+
+static int residency_flush(sc_page_list *l, void *ctx) {
+  residency_count *c = ctx;
+  if (move_pages(0, l->n, l->pages, NULL, l->status, 0) != 0)
+    return sc_fail(errno, "move_pages failed: %s", strerror(errno));
+  for (size_t i = 0; i < l->n; i++)
+    if (l->status[i] >= 0 && (size_t)l->status[i] < c->nnodes)
+      c->bytes[l->status[i]] += sc_page_size();
+  return 0;
+}
+
+/* Counts the resident pages of the windows per node into bytes: the cost
+ * follows the resident pages, not the used range. */
+static int windows_residency(const sc_window *w, unsigned n, size_t *bytes, size_t nnodes) {
+  size_t most = 0;
+  for (unsigned i = 0; i < n; i++)
+    most += w[i].used / sc_page_size();
+  residency_count count = {bytes, nnodes};
+  sc_page_list list;
+  if (sc_page_list_init(&list, most, residency_flush, &count) != 0)
+    return -1;
   int rc = 0;
-  if (pages == NULL || status == NULL)
-    rc = sc_fail(ENOMEM, "out of memory");
-  for (size_t off = 0; rc == 0 && off < len; off += BATCH * page) {
-    size_t n = (len - off) / page < BATCH ? (len - off) / page : BATCH;
-    for (size_t i = 0; i < n; i++)
-      pages[i] = base + off + i * page;
-    if (move_pages(0, n, pages, NULL, status, 0) != 0) {
-      rc = sc_fail(errno, "move_pages failed: %s", strerror(errno));
-      break;
-    }
-    for (size_t i = 0; i < n; i++)
-      if (status[i] >= 0 && (size_t)status[i] < nnodes)
-        bytes[status[i]] += page;
-  }
-  free(pages);
-  free(status);
+  for (unsigned i = 0; i < n && rc == 0; i++)
+    if (sc_resident_pages(w[i].base, w[i].used, &list) < 0)
+      rc = -1;
+  if (rc == 0)
+    rc = sc_page_list_flush_now(&list);
+  sc_page_list_free(&list);
   return rc;
 }
 
@@ -53,10 +61,7 @@ int sicm_arena_residency(sicm_arena sa, size_t *bytes, size_t nnodes) {
     return -1;
   sc_window windows[SC_WINDOWS_MAX];
   unsigned n = sc_window_snapshot(a, windows);
-  for (unsigned i = 0; i < n; i++)
-    if (range_residency(windows[i].base, windows[i].used, bytes, nnodes) != 0)
-      return -1;
-  return 0;
+  return windows_residency(windows, n, bytes, nnodes);
 }
 
 int sicm_node_of_ptr(const void *ptr) {

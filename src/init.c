@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "arena_je.h"
@@ -29,6 +30,12 @@ static void init_options(sc_options *o) {
   const char *env = getenv("SICM_MIGRATE_THREADS");
   long threads = env ? strtol(env, NULL, 10) : 0;
   o->migrate_threads = threads > 0 && threads <= 256 ? (unsigned)threads : 0;
+  env = getenv("SICM_MIGRATE_HUGE");
+  o->migrate_huge = SC_MOVE_HEADS;
+  if (env != NULL && strcmp(env, "subpages") == 0)
+    o->migrate_huge = SC_MOVE_SUBPAGES;
+  else if (env != NULL && strcmp(env, "mbind") == 0)
+    o->migrate_huge = SC_MOVE_MBIND;
 }
 
 static int init_build(sc_state *s) {

@@ -61,10 +61,21 @@ TEST_F(Arena, CreateRejectsBadDevicesAndFlags) {
   EXPECT_EQ(EINVAL, errno);
 }
 
-TEST_F(Arena, MaxsizeBelowMetadataIsEnomem) {
+// The allocator's metadata lives outside the arena's devices: a new arena
+// holds nothing, and a small maxsize bounds the data alone.
+TEST_F(Arena, MaxsizeCountsDataNotMetadata) {
+  sicm_arena a = sicm_arena_create(64 << 10, dev_);
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  EXPECT_EQ(0u, sicm_arena_size(a));
+  void *small = sicm_arena_alloc(a, 1024);
+  EXPECT_NE(nullptr, small) << sicm_error_detail();
+  EXPECT_GT(sicm_arena_size(a), 0u);
   errno = 0;
-  EXPECT_EQ(nullptr, sicm_arena_create(4096, dev_));
+  EXPECT_EQ(nullptr, sicm_arena_alloc(a, 128 << 10));
   EXPECT_EQ(ENOMEM, errno);
+  EXPECT_LE(sicm_arena_size(a), 64u << 10);
+  sicm_free(small);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
 TEST_F(Arena, AllocationCallsRejectBadInput) {

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <numaif.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -58,6 +60,25 @@ inline size_t PagesNotOn(const void *p, size_t len, int node) {
   size_t wrong = 0;
   for (int s : status) wrong += s != node;
   return wrong;
+}
+
+// Bytes of this process's memory on `node`, whatever maps it, from
+// /proc/self/numa_maps ("N<node>=<pages>" per mapping, in the mapping's
+// kernel page size); -1 if it cannot be read.
+inline long long ProcessBytesOn(int node) {
+  FILE *f = fopen("/proc/self/numa_maps", "r");
+  if (f == nullptr) return -1;
+  char key[16];
+  snprintf(key, sizeof key, " N%d=", node);
+  long long total = 0;
+  char line[4096];
+  while (fgets(line, sizeof line, f) != nullptr) {
+    const char *n = strstr(line, key), *kb = strstr(line, "kernelpagesize_kB=");
+    if (n != nullptr)
+      total += atoll(n + strlen(key)) * (kb ? atoll(kb + 18) : 4) * 1024;
+  }
+  fclose(f);
+  return total;
 }
 
 }  // namespace sicm_test

@@ -1,0 +1,359 @@
+/* migrate_move.c: moving the resident pages of an arena's windows to a
+ * binding, and saying what moved.  Only resident pages are looked at
+ * (resident.c), so a move costs what the arena holds, not the range it
+ * ever used.  Arenas in 4 KiB pages move with mbind(MPOL_MF_MOVE) from one
+ * thread: it walks the page tables once instead of looking up each page
+ * (1.5x faster than move_pages per page), but holds the mmap lock for
+ * writing.  Arenas in huge pages are split into chunks for several threads
+ * that move them with move_pages(2), which takes the lock only for
+ * reading; the method (SICM_MIGRATE_HUGE) was chosen by bench_migrate.
+ * Resident pages off the target are counted before and after, so the
+ * report says exactly what moved and what failed. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <numa.h>
+#include <numaif.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+
+#define CHUNK_MIN ((size_t)64 << 20) /* below this per thread, one thread moves all */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* Set by sicm_migrate_set_threads (the program's choice beats the
+ * environment's, sc_options.migrate_threads); 0: not set. */
+static unsigned migrate_threads;
+
+int sicm_migrate_set_threads(unsigned threads) {
+  if (threads == 0 || threads > 256)
+    return sc_fail(EINVAL, "migration threads must be 1 to 256, not %u", threads);
+  __atomic_store_n(&migrate_threads, threads, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static unsigned threads_configured(const sc_state *s) {
+  unsigned n = __atomic_load_n(&migrate_threads, __ATOMIC_RELAXED);
+  if (n != 0)
+    return n;
+  if (s->options.migrate_threads != 0)
+    return s->options.migrate_threads;
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 1;
+}
+
+typedef struct chunk {
+  char *base;
+  size_t len;
+} chunk;
+
+typedef struct move_job {
+  const sc_binding *to;
+  int strict;           /* pages left off the target are a failure */
+  sc_move_method method;
+  int by_mbind;         /* 4 KiB pages (or SC_MOVE_MBIND): mbind(MPOL_MF_MOVE) per chunk */
+  int move_flag;        /* MPOL_MF_MOVE, or MPOL_MF_MOVE_ALL for a shared arena */
+  int nodes[SICM_ARENA_DEVICES_MAX];
+  unsigned nnodes;
+  chunk *chunks;
+  unsigned nchunks;
+  size_t chunk_pages_max;
+  unsigned next;        /* atomic: next chunk to take */
+  const int *cancel;    /* atomic, may be NULL */
+  int error;            /* atomic: errno of the first failure */
+  size_t bytes_moved;   /* atomic */
+  size_t pages_failed;  /* atomic */
+} move_job;
+
+/* One mover thread's state while it works on a chunk. */
+typedef struct mover {
+  move_job *job;
+  sc_page_list heads;   /* SC_MOVE_HEADS: one page per 2 MiB block */
+  size_t off_target;    /* counting: resident pages off the target */
+  char *low, *high;     /* counting: the span of those pages */
+  size_t moved;         /* bytes moved in this chunk */
+} mover;
+
+static void job_fail(move_job *job, int err) {
+  int none = 0;
+  __atomic_compare_exchange_n(&job->error, &none, err, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* Why one page did not move, as the errno the migration reports. */
+static int page_error(int status) {
+  switch (-status) {
+  case ENOMEM: return ENOMEM;          /* the target node is full */
+  case EACCES: return EPERM;           /* mapped by other processes too */
+  default: return EIO;                 /* busy, pinned, or being freed */
+  }
+}
+
+enum { MOVE_ATTEMPTS = 4 };
+
+static int on_target(const move_job *job, int status) {
+  return status < 0 || sc_nodemask_has(&job->to->nodes, status);
+}
+
+/* Keeps the entries of l whose page is resident off the target (status
+ * holds the pages' nodes) with the node each should go to; returns how
+ * many.  Interleaving goes by 2 MiB, not by page: subpages of a huge page
+ * sent to different nodes would move the whole huge page each time. */
+static size_t keep_off_target(const move_job *job, sc_page_list *l, size_t n) {
+  int interleave = job->to->policy == MPOL_INTERLEAVE;
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!on_target(job, l->status[i])) {
+      l->pages[kept] = l->pages[i];
+      l->nodes[kept++] = job->nodes[interleave ? ((uintptr_t)l->pages[i] / HUGE_PAGE) % job->nnodes : 0];
+    }
+  return kept;
+}
+
+/* Moves the first page of each 2 MiB block among l's n pages: the kernel
+ * moves a transparent huge page whole with it, and looks each of the other
+ * 511 entries up only to find it busy. */
+static void heads_move(mover *m, sc_page_list *l, size_t n) {
+  sc_page_list *h = &m->heads;
+  h->n = 0;
+  for (size_t i = 0; i < n; i++)
+    if (h->n == 0 || (uintptr_t)l->pages[i] / HUGE_PAGE != (uintptr_t)h->pages[h->n - 1] / HUGE_PAGE) {
+      h->pages[h->n] = l->pages[i];
+      h->nodes[h->n++] = l->nodes[i];
+    }
+  (void)move_pages(0, h->n, h->pages, h->nodes, h->status, m->job->move_flag); /* checked below */
+}
+
+/* Moves the pages of one batch that are off the target (move_pages). */
+static int batch_move(sc_page_list *l, void *ctx) {
+  mover *m = ctx;
+  move_job *job = m->job;
+  size_t page = sc_page_size();
+  if (move_pages(0, l->n, l->pages, NULL, l->status, 0) < 0) {
+    job_fail(job, errno);
+    return -1;
+  }
+  size_t off_target = keep_off_target(job, l, l->n), remaining = off_target;
+  int page_status = 0, call_error = 0;
+  if (remaining > 0 && job->method == SC_MOVE_HEADS) {
+    heads_move(m, l, remaining);
+    if (move_pages(0, remaining, l->pages, NULL, l->status, 0) < 0) {
+      job_fail(job, errno);
+      return -1;
+    }
+    remaining = keep_off_target(job, l, remaining);
+  }
+  for (unsigned attempt = 0; remaining > 0 && attempt < MOVE_ATTEMPTS; attempt++) {
+    if (attempt > 0 && job->to->policy != MPOL_INTERLEAVE) /* a full device: try the others */
+      for (size_t i = 0; i < remaining; i++)
+        l->nodes[i] = job->nodes[attempt % job->nnodes];
+    if (move_pages(0, remaining, l->pages, l->nodes, l->status, job->move_flag) < 0 &&
+        errno != ENOENT) {
+      call_error = errno; /* e.g. ENOMEM for the whole call: counted as failed below */
+      break;
+    }
+    for (size_t i = 0; i < remaining && page_status == 0; i++)
+      if (l->status[i] < 0 && l->status[i] != -EBUSY)
+        page_status = l->status[i];
+    /* Ask again: a huge page moves whole with its first subpage, and its
+     * other subpages then report EBUSY although they moved. */
+    if (move_pages(0, remaining, l->pages, NULL, l->status, 0) < 0) {
+      call_error = errno;
+      break;
+    }
+    remaining = keep_off_target(job, l, remaining);
+  }
+  if (remaining > 0 && job->strict) {
+    __atomic_fetch_add(&job->pages_failed, remaining, __ATOMIC_RELAXED);
+    job_fail(job, call_error ? call_error : page_error(page_status ? page_status : -EBUSY));
+  }
+  m->moved += (off_target - remaining) * page;
+  return 0;
+}
+
+/* Counts the pages of one batch that are off the target, and their span. */
+static int batch_count(sc_page_list *l, void *ctx) {
+  mover *m = ctx;
+  if (move_pages(0, l->n, l->pages, NULL, l->status, 0) < 0) {
+    job_fail(m->job, errno);
+    return -1;
+  }
+  for (size_t i = 0; i < l->n; i++)
+    if (!on_target(m->job, l->status[i])) {
+      char *p = l->pages[i];
+      if (m->off_target++ == 0)
+        m->low = p;
+      m->high = p + sc_page_size();
+    }
+  return 0;
+}
+
+/* Resident pages of the chunk off the target (and their span in m). */
+static long chunk_count(mover *m, sc_page_list *l, const chunk *c) {
+  m->off_target = 0;
+  l->flush = batch_count;
+  if (sc_resident_pages(c->base, c->len, l) < 0 || sc_page_list_flush_now(l) != 0) {
+    job_fail(m->job, errno);
+    return -1;
+  }
+  return (long)m->off_target;
+}
+
+/* Moves a chunk with mbind(MPOL_MF_MOVE) over the span of its pages off
+ * the target; nothing to move costs no mbind. */
+static void chunk_mbind(mover *m, sc_page_list *l, const chunk *c) {
+  move_job *job = m->job;
+  const sc_binding *to = job->to;
+  long off = chunk_count(m, l, c);
+  if (off <= 0)
+    return;
+  unsigned flags = (unsigned)job->move_flag | (job->strict ? MPOL_MF_STRICT : 0);
+  for (unsigned attempt = 0; attempt < MOVE_ATTEMPTS; attempt++) {
+    if (mbind(m->low, (size_t)(m->high - m->low), to->policy, to->nodes.bits, SC_NODES_MAX,
+              flags) == 0) {
+      m->moved += (size_t)off * sc_page_size();
+      return;
+    }
+    if (errno != EIO) /* EIO: some pages did not move (busy or no room): again */
+      break;
+  }
+  int err = errno;
+  long failed = chunk_count(m, l, c);
+  if (failed < 0)
+    return;
+  if (job->strict) {
+    __atomic_fetch_add(&job->pages_failed, (size_t)failed, __ATOMIC_RELAXED);
+    job_fail(job, err);
+  }
+  m->moved += (size_t)(off - failed) * sc_page_size();
+}
+
+static void *move_worker(void *arg) {
+  move_job *job = arg;
+  mover m = {.job = job};
+  sc_page_list list = {0};
+  if (sc_page_list_init(&list, job->chunk_pages_max, batch_move, &m) != 0 ||
+      (job->method == SC_MOVE_HEADS && !job->by_mbind &&
+       sc_page_list_init(&m.heads, list.cap, NULL, NULL) != 0))
+    job_fail(job, ENOMEM);
+  for (;;) {
+    if (__atomic_load_n(&job->error, __ATOMIC_RELAXED) != 0 ||
+        (job->cancel && __atomic_load_n(job->cancel, __ATOMIC_RELAXED)))
+      break;
+    unsigned i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+    if (i >= job->nchunks)
+      break;
+    const chunk *c = &job->chunks[i];
+    m.moved = 0;
+    if (job->by_mbind) {
+      chunk_mbind(&m, &list, c);
+    } else {
+      list.flush = batch_move;
+      if (sc_resident_pages(c->base, c->len, &list) < 0)
+        job_fail(job, errno);
+      else
+        (void)sc_page_list_flush_now(&list); /* failures are in job */
+    }
+    __atomic_fetch_add(&job->bytes_moved, m.moved, __ATOMIC_RELAXED);
+  }
+  sc_page_list_free(&list);
+  sc_page_list_free(&m.heads);
+  return NULL;
+}
+
+/* Splits the used part of the windows into chunks for `threads` movers;
+ * returns the chunk count or -1. */
+static int chunks_plan(const sc_window *w, unsigned nwindows, unsigned threads,
+                       size_t resident, move_job *job) {
+  size_t piece = resident / threads / 4;  /* a few chunks per thread balance the load */
+  piece = piece < CHUNK_MIN ? CHUNK_MIN : (piece + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+  unsigned n = 0, cap = 0;
+  for (unsigned i = 0; i < nwindows; i++)
+    cap += (unsigned)(w[i].used / piece) + 1;
+  chunk *chunks = calloc(cap ? cap : 1, sizeof *chunks);
+  if (chunks == NULL)
+    return -1;
+  size_t page = sc_page_size(), most = 0;
+  for (unsigned i = 0; i < nwindows; i++) {
+    size_t used_end = (w[i].used + page - 1) & ~(page - 1);
+    for (size_t off = 0; off < used_end; off += piece) {
+      chunks[n] = (chunk){w[i].base + off, off + piece < used_end ? piece : used_end - off};
+      most = chunks[n].len / page > most ? chunks[n].len / page : most;
+      n++;
+    }
+  }
+  job->chunks = chunks;
+  job->nchunks = n;
+  job->chunk_pages_max = most;
+  return 0;
+}
+
+static const char *cause_text(int err) {
+  switch (err) {
+  case ENOMEM: return "the target devices lack free memory for the arena's pages";
+  case EIO: return "some pages could not be moved (pinned or busy)";
+  case EPERM: return "moving pages mapped by several processes needs CAP_SYS_NICE";
+  case ECANCELED: return "the migration was cancelled";
+  default: return strerror(err);
+  }
+}
+
+/* The errno that describes a failed job: a failed strict move is ENOMEM
+ * when the target lacks room. */
+static int job_errno(const move_job *job) {
+  if (job->error != EIO)
+    return job->error;
+  long long free_total = 0;
+  for (unsigned i = 0; i < job->nnodes; i++) {
+    long long free_node = 0;
+    if (numa_node_size64(job->nodes[i], &free_node) >= 0)
+      free_total += free_node;
+  }
+  size_t needed = job->pages_failed * sc_page_size();
+  return free_total < (long long)needed + (16ll << 20) ? ENOMEM : EIO;
+}
+
+int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, int strict,
+                  int huge, int move_flag, const int *cancel, sicm_migration_report *report) {
+  sc_state *s = sc_state_get();
+  move_job job = {.to = to, .strict = strict, .method = s->options.migrate_huge,
+                  .move_flag = move_flag, .cancel = cancel, .nnodes = to->ndevices};
+  /* 4 KiB pages: one thread; in the TCG guest, parallel movers of 4 KiB
+   * pages were slower than one (every unmap then needs a TLB-shootdown IPI
+   * to the other mover's CPU).  mbind holds the mmap lock for writing:
+   * more threads would only wait. */
+  job.by_mbind = !huge || job.method == SC_MOVE_MBIND;
+  unsigned nthreads = job.by_mbind ? 1 : threads_configured(s);
+  size_t resident = 0;
+  for (unsigned i = 0; i < nwindows; i++) {
+    long pages = nthreads > 1 ? sc_resident_pages(w[i].base, w[i].used, NULL) : 0;
+    if (pages < 0)
+      return -1;
+    resident += (size_t)pages * sc_page_size();
+  }
+  if (resident / CHUNK_MIN < nthreads)
+    nthreads = resident / CHUNK_MIN > 0 ? (unsigned)(resident / CHUNK_MIN) : 1;
+  for (unsigned i = 0; i < to->ndevices; i++)
+    job.nodes[i] = to->devices[i]->node;
+  if (chunks_plan(w, nwindows, nthreads, resident, &job) != 0)
+    return sc_fail(ENOMEM, "out of memory planning the migration");
+  pthread_t helpers[256];
+  unsigned started = 0;
+  for (; started + 1 < nthreads; started++)
+    if (pthread_create(&helpers[started], NULL, move_worker, &job) != 0)
+      break; /* fewer helpers: slower, still correct */
+  move_worker(&job);
+  for (unsigned i = 0; i < started; i++)
+    pthread_join(helpers[i], NULL);
+  free(job.chunks);
+  report->bytes_moved += job.bytes_moved;
+  report->pages_failed += job.pages_failed;
+  report->threads = started + 1;
+  if (job.error == 0 && job.next < job.nchunks) /* stopped early: cancelled */
+    return sc_fail(ECANCELED, "%s", cause_text(ECANCELED));
+  if (job.error == 0)
+    return 0;
+  int err = job_errno(&job);
+  return sc_fail(err, "%s", cause_text(err));
+}

@@ -1,0 +1,77 @@
+/* resident.c: the pages of a range that are in memory, handed out in
+ * batches.  mincore(2) walks the page tables and skips what was never
+ * touched, so counting and moving an arena costs what its resident pages
+ * cost, not what the address range it ever used costs: asking
+ * move_pages(2) for the node of every page of that range was most of the
+ * time of residency and, after jemalloc's metadata, of migrating a small
+ * arena (under TCG: 0.36 us per page, against 0.02 us with mincore). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "arena.h"
+
+int sc_page_list_init(sc_page_list *l, size_t max_pages, sc_page_list_flush flush, void *ctx) {
+  size_t cap = max_pages < SC_PAGE_LIST_MAX ? max_pages : SC_PAGE_LIST_MAX;
+  if (cap == 0)
+    cap = 1;
+  *l = (sc_page_list){.cap = cap, .flush = flush, .ctx = ctx};
+  l->pages = malloc(cap * sizeof *l->pages);
+  l->nodes = malloc(cap * sizeof *l->nodes);
+  l->status = malloc(cap * sizeof *l->status);
+  if (l->pages && l->nodes && l->status)
+    return 0;
+  sc_page_list_free(l);
+  return sc_fail(ENOMEM, "out of memory for a list of %zu pages", cap);
+}
+
+void sc_page_list_free(sc_page_list *l) {
+  free(l->pages);
+  free(l->nodes);
+  free(l->status);
+  l->pages = NULL;
+  l->nodes = l->status = NULL;
+}
+
+int sc_page_list_flush_now(sc_page_list *l) {
+  if (l->n == 0)
+    return 0;
+  int rc = l->flush(l, l->ctx);
+  l->n = 0;
+  return rc;
+}
+
+/* Appends the pages of [start, start + npages pages), flushing when full. */
+static int list_append_run(sc_page_list *l, char *start, size_t npages) {
+  size_t page = sc_page_size();
+  for (size_t i = 0; i < npages; i++) {
+    if (l->n == l->cap && sc_page_list_flush_now(l) != 0)
+      return -1;
+    l->pages[l->n++] = start + i * page;
+  }
+  return 0;
+}
+
+long sc_resident_pages(char *base, size_t len, sc_page_list *l) {
+  enum { STEP = 4096 }; /* pages per mincore call: 16 MiB, a vector on the stack */
+  unsigned char vec[STEP];
+  size_t page = sc_page_size(), npages = len / page;
+  long total = 0;
+  for (size_t first = 0; first < npages; first += STEP) {
+    size_t n = npages - first < STEP ? npages - first : STEP;
+    if (mincore(base + first * page, n * page, vec) != 0)
+      return sc_fail(errno, "mincore over %zu bytes at %p failed: %s", n * page,
+                     (void *)(base + first * page), strerror(errno));
+    for (size_t i = 0; i < n;) {
+      size_t run = 0;
+      while (i + run < n && (vec[i + run] & 1))
+        run++;
+      if (run > 0 && l != NULL && list_append_run(l, base + (first + i) * page, run) != 0)
+        return -1;
+      total += (long)run;
+      i += run ? run : 1;
+    }
+  }
+  return total;
+}
