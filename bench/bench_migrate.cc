@@ -2,13 +2,21 @@
 // Time to move an arena of 2^N bytes between devices against memmove of the
 // same bytes from a buffer on the source node to one on the target node,
 // for DRAM->HBM (0->2), HBM->DRAM (2->0) and DRAM->DRAM (0->1), with 4 KiB
-// pages and with transparent huge pages.  bench/migrate_plot.py turns the
-// JSON into a ratio table, a CSV and a PNG.
+// pages and with transparent huge pages; every size from 4 KiB to 1 MiB
+// and an empty arena show the fixed cost of a move.  Also: the methods of
+// moving huge pages side by side (BM_migrate_method), and how long a thread
+// writing the arena stalls during a move (BM_migrate_stall).
+// bench/migrate_plot.py turns the JSON into tables, a CSV and a PNG.
 #include <benchmark/benchmark.h>
 #include <numaif.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+
+#include <atomic>
+#include <thread>
 
 #include "sicm.h"
 
@@ -29,20 +37,19 @@ char *BufferOn(int node, size_t len, bool huge) {
   return p;
 }
 
-void BM_migrate(benchmark::State &state) {
-  const int *c = kCases[state.range(0)];
-  const bool huge = state.range(1);
-  const size_t len = Bytes(state);
+// Moves an arena of len touched bytes from case c's source to its target
+// (timed) and back (not timed), once per iteration.
+void MoveLoop(benchmark::State &state, const int *c, bool huge, size_t len) {
   sicm_device *src = sicm_device_of_node(c[0], 0), *dst = sicm_device_of_node(c[1], 0);
-  sicm_device *list[] = {src};
   sicm_arena a = sicm_arena_create_devices(
-      0, list, 1, huge ? SICM_ARENA_HUGEPAGES : SICM_ARENA_NOHUGEPAGES);
-  char *p = a ? (char *)sicm_arena_alloc(a, len) : nullptr;
-  if (!p) {
+      0, &src, 1, huge ? SICM_ARENA_HUGEPAGES : SICM_ARENA_NOHUGEPAGES);
+  char *p = a && len ? (char *)sicm_arena_alloc(a, len) : nullptr;
+  if (!a || (len && !p)) {
     state.SkipWithError(sicm_error_detail());
+    if (a) sicm_arena_destroy(a);
     return;
   }
-  memset(p, 1, len);
+  if (p) memset(p, 1, len);
   for (auto _ : state) {
     if (sicm_arena_set_device(a, dst) != 0) {
       state.SkipWithError(sicm_error_detail());
@@ -55,6 +62,10 @@ void BM_migrate(benchmark::State &state) {
   state.SetBytesProcessed((int64_t)state.iterations() * (int64_t)len);
   sicm_free(p);
   sicm_arena_destroy(a);
+}
+
+void BM_migrate(benchmark::State &state) {
+  MoveLoop(state, kCases[state.range(0)], state.range(1), Bytes(state));
 }
 
 void BM_memmove(benchmark::State &state) {
@@ -75,15 +86,116 @@ void BM_memmove(benchmark::State &state) {
   munmap(to, len);
 }
 
+void BM_migrate_empty(benchmark::State &state) {
+  MoveLoop(state, kCases[state.range(0)], state.range(1), 0);
+}
+
+// sicm_init reads SICM_MIGRATE_HUGE; the main's reference is the only one.
+bool RestartWith(const char *method) {
+  sicm_fini();
+  if (method) setenv("SICM_MIGRATE_HUGE", method, 1);
+  else unsetenv("SICM_MIGRATE_HUGE");
+  return sicm_init() == 0;
+}
+
+const char *const kMethods[] = {"heads", "subpages", "mbind"};
+
+// An arena in huge pages, 0->2, moved by one method with 1 or 2 threads.
+void BM_migrate_method(benchmark::State &state) {
+  if (!RestartWith(kMethods[state.range(0)])) {
+    state.SkipWithError(sicm_error_detail());
+    return;
+  }
+  sicm_migrate_set_threads((unsigned)state.range(1));
+  MoveLoop(state, kCases[0], true, Bytes(state));
+  RestartWith(nullptr);
+}
+
+uint64_t NowNs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+// A thread writes one byte per page of a 64 MiB arena round and round
+// while the arena moves 0->2 (one mover thread: the guest has 2 CPUs, one
+// each).  Reports the longest gap between two of its writes during a move
+// and the share of the move it spent in gaps over 1 ms.
+void BM_migrate_stall(benchmark::State &state) {
+  const bool huge = state.range(0);
+  const size_t len = (size_t)64 << 20, page = 4096;
+  sicm_device *src = sicm_device_of_node(0, 0), *dst = sicm_device_of_node(2, 0);
+  sicm_arena a = sicm_arena_create_devices(
+      0, &src, 1, huge ? SICM_ARENA_HUGEPAGES : SICM_ARENA_NOHUGEPAGES);
+  volatile char *p = a ? (volatile char *)sicm_arena_alloc(a, len) : nullptr;
+  if (!p) {
+    state.SkipWithError(sicm_error_detail());
+    return;
+  }
+  memset((char *)p, 1, len);
+  sicm_migrate_set_threads(1);
+  std::atomic<bool> stop{false}, measuring{false};
+  std::atomic<uint64_t> longest{0}, stalled{0};
+  std::thread writer([&] {
+    uint64_t last = NowNs();
+    for (size_t i = 0; !stop.load(std::memory_order_relaxed); i = (i + page) % len) {
+      p[i]++;
+      uint64_t t = NowNs(), gap = t - last;
+      last = t;
+      if (!measuring.load(std::memory_order_relaxed)) continue;
+      if (gap > longest.load(std::memory_order_relaxed)) longest = gap;
+      if (gap > 1000000) stalled += gap;
+    }
+  });
+  uint64_t moving = 0;
+  for (auto _ : state) {
+    uint64_t t0 = NowNs();
+    measuring = true;
+    int rc = sicm_arena_set_device(a, dst);
+    measuring = false;
+    moving += NowNs() - t0;
+    if (rc != 0) {
+      state.SkipWithError(sicm_error_detail());
+      break;
+    }
+    state.PauseTiming();
+    sicm_arena_set_device(a, src);
+    state.ResumeTiming();
+  }
+  stop = true;
+  writer.join();
+  state.counters["stall_max_ms"] = longest.load() / 1e6;
+  state.counters["stall_share"] = moving ? (double)stalled.load() / moving : 0;
+  sicm_free((void *)p);
+  sicm_arena_destroy(a);
+}
+
 void Sizes(benchmark::internal::Benchmark *b) {
   for (int c = 0; c < 3; c++)
-    for (int huge = 0; huge < 2; huge++)
-      for (int lg = 12; lg <= 30; lg += 2) b->Args({c, huge, lg});
+    for (int huge = 0; huge < 2; huge++) {
+      for (int lg = 12; lg <= 20; lg++) b->Args({c, huge, lg});
+      for (int lg = 22; lg <= 30; lg += 2) b->Args({c, huge, lg});
+    }
   b->ArgNames({"case", "huge", "lg"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+void Methods(benchmark::internal::Benchmark *b) {
+  for (int m = 0; m < 3; m++)
+    for (int threads = 1; threads <= 2; threads++)
+      for (int lg = 24; lg <= 28; lg += 2) b->Args({m, threads, lg});
+  b->ArgNames({"method", "threads", "lg"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 BENCHMARK(BM_migrate)->Apply(Sizes);
 BENCHMARK(BM_memmove)->Apply(Sizes);
+BENCHMARK(BM_migrate_empty)
+    ->ArgsProduct({{0, 1, 2}, {0, 1}})
+    ->ArgNames({"case", "huge"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_migrate_stall)->Arg(0)->Arg(1)->ArgName("huge")->UseRealTime()->Unit(
+    benchmark::kMillisecond);
+BENCHMARK(BM_migrate_method)->Apply(Methods);
 
 }  // namespace
 

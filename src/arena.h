@@ -240,7 +240,7 @@ unsigned sc_window_snapshot(sc_arena *a, sc_window *out);
 int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, int strict,
                   int huge, int move_flag, const int *cancel, sicm_migration_report *report);
 
-/* ---- resident.c: the resident pages of a range, in batches ---- */
+/* ---- arena_resident.c: the resident pages of a range, in batches ---- */
 enum { SC_PAGE_LIST_MAX = 65536 }; /* pages per batch */
 typedef struct sc_page_list sc_page_list;
 /* Acts on the l->n pages of the list (0, or -1 with errno: stop). */

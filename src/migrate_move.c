@@ -1,6 +1,6 @@
 /* migrate_move.c: moving the resident pages of an arena's windows to a
  * binding, and saying what moved.  Only resident pages are looked at
- * (resident.c), so a move costs what the arena holds, not the range it
+ * (arena_resident.c), so a move costs what the arena holds, not the range it
  * ever used.  Arenas in 4 KiB pages move with mbind(MPOL_MF_MOVE) from one
  * thread: it walks the page tables once instead of looking up each page
  * (1.5x faster than move_pages per page), but holds the mmap lock for
@@ -22,6 +22,7 @@
 
 #define CHUNK_MIN ((size_t)64 << 20) /* below this per thread, one thread moves all */
 #define HUGE_PAGE ((size_t)2 << 20)
+#define MBIND_PIECE ((size_t)2 << 20) /* see chunk_mbind */
 
 /* Set by sicm_migrate_set_threads (the program's choice beats the
  * environment's, sc_options.migrate_threads); 0: not set. */
@@ -200,23 +201,39 @@ static long chunk_count(mover *m, sc_page_list *l, const chunk *c) {
   return (long)m->off_target;
 }
 
+/* mbind(MPOL_MF_MOVE) of [p, p + len); 0, or -1 with errno. */
+static int span_mbind(const move_job *job, char *p, size_t len) {
+  const sc_binding *to = job->to;
+  unsigned flags = (unsigned)job->move_flag | (job->strict ? MPOL_MF_STRICT : 0);
+  for (unsigned attempt = 0; attempt < MOVE_ATTEMPTS; attempt++) {
+    if (mbind(p, len, to->policy, to->nodes.bits, SC_NODES_MAX, flags) == 0)
+      return 0;
+    if (errno != EIO) /* EIO: some pages did not move (busy or no room): again */
+      break;
+  }
+  return -1;
+}
+
 /* Moves a chunk with mbind(MPOL_MF_MOVE) over the span of its pages off
- * the target; nothing to move costs no mbind. */
+ * the target, MBIND_PIECE at a time: mbind holds the mmap lock for
+ * writing, and a thread that touches a page being moved waits for the
+ * lock, so one call over 64 MiB stalled writers for the whole move.
+ * Nothing to move costs no mbind. */
 static void chunk_mbind(mover *m, sc_page_list *l, const chunk *c) {
   move_job *job = m->job;
-  const sc_binding *to = job->to;
   long off = chunk_count(m, l, c);
   if (off <= 0)
     return;
-  unsigned flags = (unsigned)job->move_flag | (job->strict ? MPOL_MF_STRICT : 0);
-  for (unsigned attempt = 0; attempt < MOVE_ATTEMPTS; attempt++) {
-    if (mbind(m->low, (size_t)(m->high - m->low), to->policy, to->nodes.bits, SC_NODES_MAX,
-              flags) == 0) {
-      m->moved += (size_t)off * sc_page_size();
-      return;
-    }
-    if (errno != EIO) /* EIO: some pages did not move (busy or no room): again */
-      break;
+  int rc = 0;
+  for (char *p = m->low; p < m->high && rc == 0;) {
+    char *end = (char *)sc_round_up((uintptr_t)p + 1, MBIND_PIECE);
+    end = end < m->high ? end : m->high;
+    rc = span_mbind(job, p, (size_t)(end - p));
+    p = end;
+  }
+  if (rc == 0) {
+    m->moved += (size_t)off * sc_page_size();
+    return;
   }
   int err = errno;
   long failed = chunk_count(m, l, c);

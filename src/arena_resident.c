@@ -1,4 +1,4 @@
-/* resident.c: the pages of a range that are in memory, handed out in
+/* arena_resident.c: the pages of a range that are in memory, handed out in
  * batches.  mincore(2) walks the page tables and skips what was never
  * touched, so counting and moving an arena costs what its resident pages
  * cost, not what the address range it ever used costs: asking
