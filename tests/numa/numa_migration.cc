@@ -149,6 +149,47 @@ TEST_F(Migration, MoveCarriesOnlyTheResidentPages) {
   }
 }
 
+// Each way of moving a huge-page arena (SICM_MIGRATE_HUGE, read by
+// sicm_init) moves every page, huge or not, and keeps every byte, with one
+// thread and with two.
+TEST_F(Migration, EveryHugePageMethodMovesEveryPage) {
+  for (const char *method : {"heads", "subpages", "mbind"}) {
+    sicm_fini(); // the fixture's reference is the only one
+    setenv("SICM_MIGRATE_HUGE", method, 1);
+    ASSERT_EQ(0, sicm_init()) << sicm_error_detail();
+    for (unsigned threads : {1u, 2u}) {
+      ASSERT_EQ(0, sicm_migrate_set_threads(threads));
+      sicm_device *from = Dev(0);
+      sicm_arena a = sicm_arena_create_devices(0, &from, 1, SICM_ARENA_HUGEPAGES);
+      ASSERT_NE(nullptr, a);
+      std::vector<std::pair<unsigned char *, size_t>> blocks;
+      for (size_t size : {64ul, 12288ul, 3ul << 20, 130ul << 20}) {
+        unsigned char *p = (unsigned char *)sicm_arena_alloc(a, size);
+        ASSERT_NE(nullptr, p) << method << ", " << size;
+        for (size_t i = 0; i < size; i += 512) p[i] = (unsigned char)(i / 512 + size);
+        blocks.push_back({p, size});
+      }
+      for (int target : {2, 3}) {
+        ASSERT_EQ(0, sicm_arena_set_device(a, Dev(target))) << method << ": " << sicm_error_detail();
+        for (auto &b : blocks) {
+          EXPECT_EQ(0u, PagesNotOn(b.first, b.second, target))
+              << method << ", " << threads << " threads, " << b.second << " bytes";
+          size_t bad = 0;
+          for (size_t i = 0; i < b.second; i += 512)
+            bad += b.first[i] != (unsigned char)(i / 512 + b.second);
+          EXPECT_EQ(0u, bad) << method << ", " << b.second << " bytes";
+        }
+        EXPECT_TRUE(AllOn(a, target)) << method;
+      }
+      for (auto &b : blocks) sicm_free(b.first);
+      EXPECT_EQ(0, sicm_arena_destroy(a));
+    }
+  }
+  sicm_fini();
+  unsetenv("SICM_MIGRATE_HUGE");
+  ASSERT_EQ(0, sicm_init());
+}
+
 TEST_F(Migration, WriterThreadKeepsItsDataThroughRepeatedMoves) {
   sicm_arena a = sicm_arena_create(0, Dev(0));
   ASSERT_NE(nullptr, a);
