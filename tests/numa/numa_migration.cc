@@ -140,7 +140,9 @@ TEST_F(Migration, MoveCarriesOnlyTheResidentPages) {
     sicm_migration_report r;
     ASSERT_EQ(0, sicm_arena_last_migration(a, &r));
     EXPECT_EQ(before[0], r.bytes_moved) << "flags " << flags;
-    if (flags == SICM_ARENA_NOHUGEPAGES) EXPECT_LE(r.bytes_moved, 8u << 10);
+    if (flags == SICM_ARENA_NOHUGEPAGES) {
+      EXPECT_LE(r.bytes_moved, 8u << 10);
+    }
     EXPECT_EQ(0u, PagesNotOn(p, 64, 2));
     EXPECT_EQ(7, p[0]);
     EXPECT_TRUE(AllOn(a, 2));

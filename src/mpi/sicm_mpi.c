@@ -1,0 +1,314 @@
+/* sicm_mpi.c: libsicm-mpi, a PMPI interposition library.  MPI_Alloc_mem
+ * and MPI_Win_allocate_shared read memory hints from their info argument
+ * and place the memory on the device the hints name; everything else goes
+ * to the MPI library (PMPI_*), so it works with any MPI without a rebuild.
+ * Link it before the MPI library, or LD_PRELOAD it.
+ *
+ * Info keys (a value the library does not know is MPI_ERR_INFO_VALUE):
+ *   sicm_memory    hbm | dram | capacity (device kinds), high_bw | low_lat |
+ *                  large_cap (OpenMP memory spaces), node:N (one NUMA node)
+ *   sicm_fallback  null (default: MPI_ERR_NO_MEM), default (the MPI
+ *                  library's memory), abort — when no device of that kind
+ *                  exists or it lacks room
+ *   sicm_arena     a name: allocations with the same name share one arena
+ *                  (placed by the first one's sicm_memory), which
+ *                  sicm_arena_lookup() returns and sicm_arena_set_device()
+ *                  moves whole. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <mpi.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sicm.h"
+
+#define NAME_MAX_LEN 64
+#define NAMED_MAX 64
+#define NODES_BITS 1024
+
+typedef enum fallback { FALLBACK_NULL, FALLBACK_DEFAULT, FALLBACK_ABORT } fallback;
+
+/* What the info argument asks for. */
+typedef struct hints {
+  int placed;                       /* a sicm_memory key was given */
+  char memory[32];
+  fallback fallback;
+  char arena[NAME_MAX_LEN];         /* "" : the memory's own arena */
+} hints;
+
+/* Arenas by sicm_memory value and by sicm_arena name; created on first use,
+ * kept until the process ends (memory from them may outlive MPI). */
+typedef struct named_arena {
+  char name[NAME_MAX_LEN + 8];
+  sicm_arena arena;
+} named_arena;
+
+static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
+static named_arena arenas[NAMED_MAX];
+static unsigned narenas;
+static int initialized;             /* under arenas_lock: sicm_init done */
+
+/* Error codes of class MPI_ERR_INFO_VALUE with our own text. */
+static int code_bad_memory, code_bad_fallback, code_bad_name;
+
+static int error_codes_make(void) {
+  static int made;
+  if (made)
+    return 0;
+  if (MPI_Add_error_code(MPI_ERR_INFO_VALUE, &code_bad_memory) != MPI_SUCCESS ||
+      MPI_Add_error_code(MPI_ERR_INFO_VALUE, &code_bad_fallback) != MPI_SUCCESS ||
+      MPI_Add_error_code(MPI_ERR_INFO_VALUE, &code_bad_name) != MPI_SUCCESS)
+    return -1;
+  MPI_Add_error_string(code_bad_memory, "libsicm-mpi: info key sicm_memory must be hbm, dram, "
+                                        "capacity, high_bw, low_lat, large_cap or node:N");
+  MPI_Add_error_string(code_bad_fallback,
+                       "libsicm-mpi: info key sicm_fallback must be null, default or abort");
+  MPI_Add_error_string(code_bad_name, "libsicm-mpi: info key sicm_arena must be 1 to 63 bytes");
+  made = 1;
+  return 0;
+}
+
+/* Raises `code` on MPI_COMM_WORLD (whose handler decides: abort by
+ * default) and returns it, as MPI_Alloc_mem's own errors do. */
+static int raise_error(int code) {
+  MPI_Comm_call_errhandler(MPI_COMM_WORLD, code);
+  return code;
+}
+
+static int info_get(MPI_Info info, const char *key, char *value, int len) {
+  int flag = 0;
+  if (info == MPI_INFO_NULL || MPI_Info_get(info, key, len - 1, value, &flag) != MPI_SUCCESS)
+    return 0;
+  return flag;
+}
+
+/* Reads the hints; MPI_SUCCESS or the error code to raise. */
+static int hints_read(MPI_Info info, hints *h) {
+  char value[MPI_MAX_INFO_VAL + 1];
+  *h = (hints){0};
+  if (error_codes_make() != 0)
+    return MPI_ERR_INTERN;
+  if (info_get(info, "sicm_memory", value, sizeof value)) {
+    if (strlen(value) >= sizeof h->memory)
+      return code_bad_memory;
+    snprintf(h->memory, sizeof h->memory, "%s", value);
+    h->placed = 1;
+  }
+  if (info_get(info, "sicm_fallback", value, sizeof value)) {
+    if (strcmp(value, "null") == 0)
+      h->fallback = FALLBACK_NULL;
+    else if (strcmp(value, "default") == 0)
+      h->fallback = FALLBACK_DEFAULT;
+    else if (strcmp(value, "abort") == 0)
+      h->fallback = FALLBACK_ABORT;
+    else
+      return code_bad_fallback;
+  }
+  if (info_get(info, "sicm_arena", value, sizeof value)) {
+    if (value[0] == '\0' || strlen(value) >= sizeof h->arena)
+      return code_bad_name;
+    snprintf(h->arena, sizeof h->arena, "%s", value);
+    h->placed = 1;
+  }
+  if (h->arena[0] != '\0' && h->memory[0] == '\0')
+    snprintf(h->memory, sizeof h->memory, "dram");
+  return MPI_SUCCESS;
+}
+
+/* The devices a sicm_memory value names (0: none on this machine), or -1
+ * for a value that is not one. */
+static int memory_devices(const char *memory, sicm_device **out, unsigned max) {
+  static const struct { const char *name; sicm_memspace space; } spaces[] = {
+      {"dram", SICM_MEMSPACE_DEFAULT}, {"high_bw", SICM_MEMSPACE_HIGH_BW},
+      {"low_lat", SICM_MEMSPACE_LOW_LAT}, {"large_cap", SICM_MEMSPACE_LARGE_CAP}};
+  for (unsigned i = 0; i < sizeof spaces / sizeof spaces[0]; i++)
+    if (strcmp(memory, spaces[i].name) == 0) {
+      int n = sicm_memspace_devices(spaces[i].space, SICM_INITIATOR_SELF, out, max);
+      return n < 0 ? 0 : n > (int)max ? (int)max : n;
+    }
+  sicm_device_kind kind = strcmp(memory, "hbm") == 0        ? SICM_KIND_HBM
+                          : strcmp(memory, "capacity") == 0 ? SICM_KIND_CAPACITY
+                                                            : SICM_KIND_UNKNOWN;
+  if (kind != SICM_KIND_UNKNOWN) {
+    const sicm_device_list *all = sicm_devices();
+    unsigned n = 0;
+    for (unsigned i = 0; all != NULL && i < all->count && n < max; i++)
+      if (all->devices[i].kind == kind)
+        out[n++] = &all->devices[i];
+    return (int)n;
+  }
+  char *end;
+  if (strncmp(memory, "node:", 5) == 0 && memory[5] != '\0') {
+    long node = strtol(memory + 5, &end, 10);
+    if (*end != '\0' || node < 0 || node >= NODES_BITS)
+      return -1;
+    out[0] = sicm_device_of_node((int)node, 0);
+    return out[0] != NULL;
+  }
+  return -1;
+}
+
+/* The arena for the hints: the named one, else the memory's; created on
+ * first use.  NULL with errno ENODEV when the memory has no device. */
+static sicm_arena arena_for(const hints *h, sicm_device **devs, int ndevs) {
+  char key[sizeof arenas[0].name];
+  snprintf(key, sizeof key, "%s%s", h->arena[0] ? "name:" : "memory:",
+           h->arena[0] ? h->arena : h->memory);
+  pthread_mutex_lock(&arenas_lock);
+  sicm_arena a = NULL;
+  for (unsigned i = 0; i < narenas && a == NULL; i++)
+    if (strcmp(arenas[i].name, key) == 0)
+      a = arenas[i].arena;
+  if (a == NULL && ndevs == 0)
+    errno = ENODEV;
+  else if (a == NULL && narenas == NAMED_MAX)
+    errno = ENOSPC;
+  else if (a == NULL && (a = sicm_arena_create_devices(0, devs, (unsigned)ndevs, 0)) != NULL) {
+    snprintf(arenas[narenas].name, sizeof arenas[narenas].name, "%s", key);
+    arenas[narenas++].arena = a;
+  }
+  pthread_mutex_unlock(&arenas_lock);
+  return a;
+}
+
+static int library_start(void) {
+  pthread_mutex_lock(&arenas_lock);
+  int rc = initialized || sicm_init() == 0 ? 0 : -1;
+  initialized |= rc == 0;
+  pthread_mutex_unlock(&arenas_lock);
+  return rc;
+}
+
+/* The devices of the hints' memory into devs; their count (0: none), or an
+ * error code to raise. */
+static int hints_devices(const hints *h, sicm_device **devs, int *ndevs) {
+  if (library_start() != 0) {
+    fprintf(stderr, "libsicm-mpi: sicm_init failed: %s\n", sicm_error_detail());
+    return MPI_ERR_INTERN;
+  }
+  *ndevs = memory_devices(h->memory, devs, SICM_ARENA_DEVICES_MAX);
+  return *ndevs < 0 ? code_bad_memory : MPI_SUCCESS;
+}
+
+/* When the hinted memory cannot serve: the fallback's answer. */
+static int fallback_take(const hints *h, MPI_Aint size, MPI_Info info, void *baseptr,
+                         const char *why) {
+  switch (h->fallback) {
+  case FALLBACK_DEFAULT:
+    return PMPI_Alloc_mem(size, info, baseptr);
+  case FALLBACK_ABORT:
+    fprintf(stderr, "libsicm-mpi: MPI_Alloc_mem of %lld bytes in sicm_memory=%s: %s\n",
+            (long long)size, h->memory, why);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return MPI_ERR_NO_MEM;
+  default:
+    return raise_error(MPI_ERR_NO_MEM);
+  }
+}
+
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
+  hints h;
+  int rc = hints_read(info, &h);
+  if (rc != MPI_SUCCESS)
+    return raise_error(rc);
+  if (!h.placed)
+    return PMPI_Alloc_mem(size, info, baseptr);
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int ndevs;
+  if ((rc = hints_devices(&h, devs, &ndevs)) != MPI_SUCCESS)
+    return raise_error(rc);
+  if (size < 0)
+    return raise_error(MPI_ERR_SIZE);
+  sicm_arena a = arena_for(&h, devs, ndevs);
+  if (a == NULL)
+    return fallback_take(&h, size, info, baseptr,
+                         errno == ENODEV ? "no such device here" : sicm_error_detail());
+  void *p = sicm_arena_alloc(a, size > 0 ? (size_t)size : 1);
+  if (p == NULL)
+    return fallback_take(&h, size, info, baseptr, sicm_error_detail());
+  *(void **)baseptr = p;
+  return MPI_SUCCESS;
+}
+
+int MPI_Free_mem(void *base) {
+  if (base != NULL && sicm_arena_lookup(base) != NULL) {
+    sicm_free(base);
+    return MPI_SUCCESS;
+  }
+  return PMPI_Free_mem(base);
+}
+
+/* Places this rank's part of a node-shared window on the nodes of devs:
+ * the range's policy (shared memory objects keep it for every process),
+ * then each page faulted in here under a thread policy naming the same
+ * nodes (a window backed by a file in a disk file system takes its page
+ * cache pages from the faulting thread's policy, not the range's). */
+static int window_place(char *base, MPI_Aint size, sicm_device **devs, int ndevs) {
+  unsigned long mask[NODES_BITS / (8 * sizeof(unsigned long))] = {0};
+  for (int i = 0; i < ndevs; i++)
+    mask[devs[i]->node / (8 * sizeof(unsigned long))] |= 1ul << (devs[i]->node % (8 * sizeof(unsigned long)));
+  long page = sysconf(_SC_PAGESIZE);
+  char *first = (char *)((uintptr_t)base & ~(uintptr_t)(page - 1));
+  char *end = (char *)(((uintptr_t)base + (uintptr_t)size + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1));
+  if (size == 0)
+    return 0;
+  /* Pages MPI touched already move too; those other ranks map as well
+   * only with CAP_SYS_NICE (MOVE_ALL). */
+  if (mbind(first, (size_t)(end - first), MPOL_BIND, mask, NODES_BITS, MPOL_MF_MOVE_ALL) != 0 &&
+      (errno != EPERM ||
+       mbind(first, (size_t)(end - first), MPOL_BIND, mask, NODES_BITS, MPOL_MF_MOVE) != 0))
+    return -1;
+  int old_mode;
+  unsigned long old_mask[NODES_BITS / (8 * sizeof(unsigned long))];
+  if (get_mempolicy(&old_mode, old_mask, NODES_BITS, NULL, 0) != 0 ||
+      set_mempolicy(MPOL_BIND, mask, NODES_BITS) != 0)
+    return -1;
+  /* Only this rank's bytes are written (its neighbours may share the edge
+   * pages), and with what they hold: a read-write of the same value. */
+  for (uintptr_t p = (uintptr_t)base; p < (uintptr_t)base + (uintptr_t)size;
+       p = (p & ~(uintptr_t)(page - 1)) + (uintptr_t)page) {
+    volatile char *c = (volatile char *)p;
+    *c = *c;
+  }
+  set_mempolicy(old_mode, old_mode == MPOL_DEFAULT ? NULL : old_mask, NODES_BITS);
+  return 0;
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                            void *baseptr, MPI_Win *win) {
+  hints h;
+  int rc = hints_read(info, &h);
+  if (rc != MPI_SUCCESS)
+    return raise_error(rc);
+  if (!h.placed)
+    return PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int ndevs;
+  if ((rc = hints_devices(&h, devs, &ndevs)) != MPI_SUCCESS)
+    return raise_error(rc);
+  if (ndevs == 0 && h.fallback != FALLBACK_DEFAULT) {
+    if (h.fallback == FALLBACK_ABORT) {
+      fprintf(stderr, "libsicm-mpi: MPI_Win_allocate_shared in sicm_memory=%s: no such device here\n",
+              h.memory);
+      MPI_Abort(comm, 1);
+    }
+    return raise_error(MPI_ERR_NO_MEM);
+  }
+  rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+  if (rc != MPI_SUCCESS || ndevs == 0)
+    return rc;
+  int placed = window_place(*(char **)baseptr, size, devs, ndevs) == 0, err = errno, all = 0;
+  if (!placed)
+    fprintf(stderr, "libsicm-mpi: placing the shared window in sicm_memory=%s failed: %s\n",
+            h.memory, strerror(err));
+  /* Every rank fails together, or none: freeing the window is collective. */
+  if (PMPI_Allreduce(&placed, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all) {
+    PMPI_Win_free(win);
+    return raise_error(MPI_ERR_NO_MEM);
+  }
+  return MPI_SUCCESS;
+}

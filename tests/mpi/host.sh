@@ -1,0 +1,9 @@
+#!/bin/sh
+# host.sh: the `make check` entry for libsicm-mpi — tests/mpi/mpi_alloc_check
+# in 2 Open MPI ranks on this node (hints, errors, frees, one-sided and
+# node-shared windows; placement is the guest's, tests/mpi/guest.sh).
+set -u
+build=${SICM_TOP_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+. "$(dirname "$0")/mpi_env.sh"
+mpi_require "$build/tests/mpi/mpi_alloc_check" tests/mpi/mpi_alloc_check
+exec timeout 120 mpirun --oversubscribe --allow-run-as-root -np 2 "$build/tests/mpi/mpi_alloc_check"

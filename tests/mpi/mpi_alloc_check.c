@@ -1,0 +1,231 @@
+/* mpi_alloc_check.c: libsicm-mpi under a real MPI (2 ranks).  On the host:
+ * MPI_Alloc_mem without hints is the MPI library's, with sicm_memory it is
+ * an arena's; bad values are MPI_ERR_INFO_VALUE with our words; a missing
+ * device is MPI_ERR_NO_MEM unless sicm_fallback says otherwise; named
+ * arenas group allocations; MPI_Free_mem frees memory of any source;
+ * MPI_Put/MPI_Get through a window over arena memory move the right bytes;
+ * a node-shared window with hints works from both ranks.  With --numa (the
+ * 4-node guest), also where the pages are: hbm on node 2, large_cap on
+ * node 3, the shared window on node 2 as seen from each rank.
+ * Prints "ok: ..." or "FAILED: ..." per check; exit 0 if every check passed. */
+#include <mpi.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sicm.h"
+
+static int rank, failures;
+
+static void check(int ok, const char *what) {
+  if (!ok)
+    failures++;
+  printf("rank %d %s: %s\n", rank, ok ? "ok" : "FAILED", what);
+}
+
+static MPI_Info info_of(const char *k1, const char *v1, const char *k2, const char *v2) {
+  MPI_Info info;
+  MPI_Info_create(&info);
+  if (k1)
+    MPI_Info_set(info, k1, v1);
+  if (k2)
+    MPI_Info_set(info, k2, v2);
+  return info;
+}
+
+/* MPI_Alloc_mem with up to two hints; the error class, the pointer in *p. */
+static int alloc_with(MPI_Aint size, const char *k1, const char *v1, const char *k2,
+                      const char *v2, void *p) {
+  MPI_Info info = info_of(k1, v1, k2, v2);
+  int rc = MPI_Alloc_mem(size, info, p), cls = MPI_SUCCESS;
+  MPI_Info_free(&info);
+  MPI_Error_class(rc, &cls);
+  return cls;
+}
+
+/* Pages of [p, p + len) not on `node` (a page not present counts). */
+static size_t pages_off(const void *p, size_t len, int node) {
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t first = (uintptr_t)p & ~(uintptr_t)(page - 1), end = (uintptr_t)p + len;
+  size_t off = 0;
+  for (uintptr_t a = first; a < end; a += (uintptr_t)page) {
+    void *addr = (void *)a;
+    int status = -1;
+    if (move_pages(0, 1, &addr, NULL, &status, 0) != 0 || status != node)
+      off++;
+  }
+  return off;
+}
+
+static void hint_errors(void) {
+  void *p = NULL;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Info info = info_of("sicm_memory", "fastest", NULL, NULL);
+  int rc = MPI_Alloc_mem(4096, info, &p), cls;
+  MPI_Info_free(&info);
+  MPI_Error_class(rc, &cls);
+  MPI_Error_string(rc, text, &len);
+  check(cls == MPI_ERR_INFO_VALUE && strstr(text, "sicm_memory") != NULL,
+        "an unknown sicm_memory is MPI_ERR_INFO_VALUE that names the key");
+  check(alloc_with(4096, "sicm_memory", "dram", "sicm_fallback", "maybe", &p) ==
+            MPI_ERR_INFO_VALUE,
+        "an unknown sicm_fallback is MPI_ERR_INFO_VALUE");
+  check(alloc_with(4096, "sicm_memory", "node:x", NULL, NULL, &p) == MPI_ERR_INFO_VALUE,
+        "node:x is MPI_ERR_INFO_VALUE");
+  check(alloc_with(4096, "sicm_memory", "node:999", NULL, NULL, &p) == MPI_ERR_NO_MEM,
+        "a node this machine lacks is MPI_ERR_NO_MEM without a fallback");
+  check(alloc_with(4096, "sicm_memory", "node:999", "sicm_fallback", "null", &p) ==
+            MPI_ERR_NO_MEM,
+        "... and with sicm_fallback=null");
+  p = NULL;
+  int ok = alloc_with(4096, "sicm_memory", "node:999", "sicm_fallback", "default", &p) ==
+               MPI_SUCCESS && p != NULL && sicm_arena_lookup(p) == NULL;
+  check(ok, "sicm_fallback=default gives the MPI library's memory");
+  if (ok)
+    check(MPI_Free_mem(p) == MPI_SUCCESS, "MPI_Free_mem frees the fallback's memory");
+}
+
+static void sources_and_arenas(void) {
+  char *plain = NULL, *dram = NULL, *a1 = NULL, *a2 = NULL;
+  check(MPI_Alloc_mem(1 << 16, MPI_INFO_NULL, &plain) == MPI_SUCCESS && plain &&
+            sicm_arena_lookup(plain) == NULL,
+        "no hints: the MPI library's memory");
+  check(alloc_with(1 << 16, "sicm_memory", "dram", NULL, NULL, &dram) == MPI_SUCCESS && dram &&
+            sicm_arena_lookup(dram) != NULL,
+        "sicm_memory=dram: memory of a libsicm arena");
+  memset(plain, 1, 1 << 16);
+  memset(dram, 2, 1 << 16);
+  check(alloc_with(1000, "sicm_arena", "solver", NULL, NULL, &a1) == MPI_SUCCESS &&
+            alloc_with(3 << 20, "sicm_arena", "solver", "sicm_memory", "dram", &a2) ==
+                MPI_SUCCESS &&
+            a1 && a2 && sicm_arena_lookup(a1) == sicm_arena_lookup(a2) &&
+            sicm_arena_lookup(a1) != sicm_arena_lookup(dram),
+        "sicm_arena=solver: two allocations in one arena of their own");
+  sicm_arena solver = a1 ? sicm_arena_lookup(a1) : NULL;
+  check(solver && sicm_arena_set_device(solver, sicm_arena_get_device(solver)) == 0,
+        "the named arena moves with sicm_arena_set_device");
+  check(MPI_Free_mem(plain) == MPI_SUCCESS && MPI_Free_mem(dram) == MPI_SUCCESS &&
+            MPI_Free_mem(a1) == MPI_SUCCESS && MPI_Free_mem(a2) == MPI_SUCCESS,
+        "MPI_Free_mem frees memory of every source");
+}
+
+static void one_sided(const char *memory) {
+  const int len = 1 << 20;
+  unsigned char *buf = NULL;
+  if (alloc_with(len, "sicm_memory", memory, NULL, NULL, &buf) != MPI_SUCCESS || !buf) {
+    check(0, "window memory from MPI_Alloc_mem");
+    return;
+  }
+  for (int i = 0; i < len; i++)
+    buf[i] = (unsigned char)(rank * 100 + i % 97);
+  MPI_Win win;
+  if (MPI_Win_create(buf, len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win) != MPI_SUCCESS) {
+    check(0, "MPI_Win_create over arena memory");
+    MPI_Free_mem(buf);
+    return;
+  }
+  unsigned char put[4096], got[4096];
+  for (int i = 0; i < 4096; i++)
+    put[i] = (unsigned char)(i * 7 + 3);
+  MPI_Win_fence(0, win);
+  if (rank == 0) {
+    MPI_Put(put, 4096, MPI_BYTE, 1, 8192, 4096, MPI_BYTE, win);
+    MPI_Get(got, 4096, MPI_BYTE, 1, 0, 4096, MPI_BYTE, win);
+  }
+  MPI_Win_fence(0, win);
+  if (rank == 0) {
+    int ok = 1;
+    for (int i = 0; i < 4096; i++)
+      ok &= got[i] == (unsigned char)(100 + i % 97);
+    check(ok, "MPI_Get from a window over arena memory reads rank 1's bytes");
+  } else {
+    int ok = 1;
+    for (int i = 0; i < 4096; i++)
+      ok &= buf[8192 + i] == (unsigned char)(i * 7 + 3);
+    ok &= buf[8191] == (unsigned char)(100 + 8191 % 97) &&
+          buf[12288] == (unsigned char)(100 + 12288 % 97);
+    check(ok, "MPI_Put into a window over arena memory writes exactly its bytes");
+  }
+  MPI_Win_free(&win);
+  MPI_Free_mem(buf);
+}
+
+static void shared_window(const char *memory, int node) {
+  const MPI_Aint size = (1 << 20) + 100;
+  MPI_Info info = info_of("sicm_memory", memory, NULL, NULL);
+  unsigned char *mine = NULL;
+  MPI_Win win;
+  int rc = MPI_Win_allocate_shared(size, 1, info, MPI_COMM_WORLD, &mine, &win);
+  MPI_Info_free(&info);
+  check(rc == MPI_SUCCESS, "MPI_Win_allocate_shared with sicm_memory");
+  if (rc != MPI_SUCCESS)
+    return;
+  memset(mine, rank + 1, size);
+  MPI_Barrier(MPI_COMM_WORLD);
+  int ok = 1;
+  for (int r = 0; r < 2; r++) {
+    MPI_Aint len;
+    int unit;
+    unsigned char *base;
+    MPI_Win_shared_query(win, r, &len, &unit, &base);
+    ok &= len == size && base[0] == r + 1 && base[size - 1] == r + 1;
+    if (node >= 0) {
+      long page = sysconf(_SC_PAGESIZE);
+      for (MPI_Aint i = 0; i < size; i += page) /* map it here: move_pages sees mapped pages */
+        ok &= ((volatile unsigned char *)base)[i] == r + 1;
+      size_t off = pages_off(base, (size_t)size, node);
+      char what[128];
+      snprintf(what, sizeof what, "rank %d's part of the shared window on node %d (%zu pages off)",
+               r, node, off);
+      check(off == 0, what);
+    }
+  }
+  check(ok, "both ranks read each other's part of the shared window");
+  MPI_Win_free(&win);
+}
+
+static void placement(const char *memory, int node) {
+  char *p = NULL;
+  const size_t len = 8 << 20;
+  char what[128];
+  snprintf(what, sizeof what, "sicm_memory=%s: every page on node %d", memory, node);
+  if (alloc_with(len, "sicm_memory", memory, NULL, NULL, &p) != MPI_SUCCESS || !p) {
+    check(0, what);
+    return;
+  }
+  memset(p, 5, len);
+  check(pages_off(p, len, node) == 0, what);
+  MPI_Free_mem(p);
+}
+
+int main(int argc, char **argv) {
+  int numa = argc > 1 && strcmp(argv[1], "--numa") == 0, size;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (size != 2) {
+    if (rank == 0)
+      fprintf(stderr, "mpi_alloc_check: run it with 2 ranks\n");
+    MPI_Finalize();
+    return 2;
+  }
+  hint_errors();
+  sources_and_arenas();
+  one_sided(numa ? "hbm" : "dram");
+  shared_window(numa ? "hbm" : "dram", numa ? 2 : -1);
+  if (numa) {
+    placement("hbm", 2);
+    placement("large_cap", 3);
+    placement("node:1", 1);
+  }
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("mpi_alloc_check: %d failed\n", all);
+  MPI_Finalize();
+  return all ? 1 : 0;
+}
