@@ -55,7 +55,9 @@ static int initialized;             /* under arenas_lock: sicm_init done */
 /* Error codes of class MPI_ERR_INFO_VALUE with our own text. */
 static int code_bad_memory, code_bad_fallback, code_bad_name;
 
-static int error_codes_make(void) {
+/* Made once, under arenas_lock (threads of an MPI_THREAD_MULTIPLE program
+ * may allocate at once). */
+static int error_codes_make_locked(void) {
   static int made;
   if (made)
     return 0;
@@ -70,6 +72,13 @@ static int error_codes_make(void) {
   MPI_Add_error_string(code_bad_name, "libsicm-mpi: info key sicm_arena must be 1 to 63 bytes");
   made = 1;
   return 0;
+}
+
+static int error_codes_make(void) {
+  pthread_mutex_lock(&arenas_lock);
+  int rc = error_codes_make_locked();
+  pthread_mutex_unlock(&arenas_lock);
+  return rc;
 }
 
 /* Raises `code` on MPI_COMM_WORLD (whose handler decides: abort by
