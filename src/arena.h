@@ -261,5 +261,11 @@ int sc_page_list_flush_now(sc_page_list *l);
  * flushing each full batch but not the last one; returns how many pages
  * are resident, or -1 with errno. */
 long sc_resident_pages(char *base, size_t len, sc_page_list *l);
+/* Calls fn(ctx, start, npages) for each run of resident pages of
+ * [base, base + len) (NULL: count only; of a shared mapping, the object's
+ * pages in memory, whoever touched them); returns how many pages are
+ * resident, or -1 with errno (fn's -1 stops the walk). */
+typedef int (*sc_resident_run_fn)(void *ctx, char *start, size_t npages);
+long sc_resident_runs(char *base, size_t len, sc_resident_run_fn fn, void *ctx);
 
 #endif /* SC_ARENA_H */

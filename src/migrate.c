@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <numaif.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -343,8 +343,8 @@ int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, i
   job.by_mbind = !huge || job.method == SC_MOVE_MBIND;
   unsigned nthreads = job.by_mbind ? 1 : threads_configured(s);
   size_t resident = 0;
-  for (unsigned i = 0; i < nwindows; i++) {
-    long pages = nthreads > 1 ? sc_resident_pages(w[i].base, w[i].used, NULL) : 0;
+  for (unsigned i = 0; nthreads > 1 && i < nwindows; i++) { /* planning more than one */
+    long pages = sc_resident_pages(w[i].base, w[i].used, NULL);
     if (pages < 0)
       return -1;
     resident += (size_t)pages * sc_page_size();

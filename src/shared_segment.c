@@ -469,46 +469,19 @@ int sicm_arena_check(sicm_arena sa, sicm_heap_report *report) {
 
 /* ---- the kind's operations ---- */
 
-/* Calls fn(base, npages) for each run of pages of the segment that are in
- * memory (mincore: the object's pages, whoever touched them); returns the
- * pages in memory, or -1 with errno. */
-static long resident_runs(const sc_shared_arena *s, void (*fn)(char *, size_t)) {
-  enum { STEP = 1 << 18 }; /* pages per mincore call: 1 GiB */
-  size_t page = sc_page_size(), npages = s->size / page;
-  unsigned char *vec = malloc(STEP);
-  if (vec == NULL)
-    return sc_fail(ENOMEM, "out of memory");
-  long total = 0;
-  char *base = (char *)s->header;
-  for (size_t first = 0; first < npages; first += STEP) {
-    size_t n = npages - first < STEP ? npages - first : STEP;
-    if (mincore(base + first * page, n * page, vec) != 0) {
-      total = sc_fail(errno, "mincore over the shared arena failed: %s", strerror(errno));
-      break;
-    }
-    for (size_t i = 0; i < n;) {
-      size_t run = 0;
-      while (i + run < n && (vec[i + run] & 1))
-        run++;
-      if (run > 0 && fn != NULL)
-        fn(base + (first + i) * page, run);
-      total += (long)run;
-      i += run ? run : 1;
-    }
-  }
-  free(vec);
-  return total;
-}
-
-static void populate(char *base, size_t npages) {
+/* Maps here a run of the segment's pages that are in memory. */
+static int populate(void *ctx, char *base, size_t npages) {
   size_t page = sc_page_size();
   if (madvise(base, npages * page, MADV_POPULATE_READ) != 0)
     for (size_t k = 0; k < npages; k++) /* kernels before 5.14 */
       (void)*(volatile char *)(base + k * page);
+  return 0;
 }
 
+/* Maps here every page of the segment other processes touched. */
 static int shared_pages_map(sc_arena *a) {
-  return resident_runs(sc_shared_of(a), populate) < 0 ? -1 : 0;
+  sc_shared_arena *s = sc_shared_of(a);
+  return sc_resident_runs((char *)s->header, s->size, populate, NULL) < 0 ? -1 : 0;
 }
 
 static int shared_binding_load(sc_arena *a) {
@@ -561,7 +534,7 @@ static int shared_move_end(sc_arena *a, int moved) {
 static int shared_stats(sc_arena *a, sicm_arena_stats *out) {
   sc_shared_arena *s = sc_shared_of(a);
   sc_shm_header *h = s->header;
-  long resident = resident_runs(s, NULL);
+  long resident = sc_resident_runs((char *)s->header, s->size, NULL, NULL);
   if (resident < 0 || sc_shm_lock(s) != 0)
     return -1;
   out->allocated = h->bytes_used - h->blocks_used * SC_SHM_BLOCK_HEADER;
