@@ -50,6 +50,42 @@ extern "C" {
  *   ENOMEM  out of memory. */
 SICM_API int sicm_init(void);
 
+/* Flags of sicm_init_with(). */
+#define SICM_INIT_SHARE_TOPOLOGY 1u
+
+/* sicm_init() with options; flags is 0 or SICM_INIT_SHARE_TOPOLOGY.
+ *
+ * SICM_INIT_SHARE_TOPOLOGY: instead of running hwloc's discovery, adopt the
+ * topology another process of this user on this node already discovered,
+ * from a file of shared memory (SICM_TOPOLOGY_DIR, default /dev/shm, file
+ * sicm-topology-UID-TAG); the first process discovers and writes it.  On a
+ * node running one rank per core this saves each rank the discovery's time
+ * and memory (BENCHMARKS.md).  A file is adopted only if it is this user's,
+ * mode 0600, of this boot and this hardware (online CPUs and nodes, node
+ * memory sizes), of this cgroup's cpuset, this hwloc version and the same
+ * HWLOC_* environment, and intact; otherwise it is ignored (replaced when
+ * it is this user's).  A process that cannot map the file at its address,
+ * or waits more than 2 s for the process writing it, discovers on its own:
+ * sicm_init_topology_source() says which happened.  The environment variable
+ * SICM_SHARE_TOPOLOGY=1 turns sharing on for sicm_init() too, and =0 turns
+ * it off whatever the flags; libsicm-mpi shares by default.
+ *
+ * As sicm_init() after the first call: a later call only counts a
+ * reference and its flags change nothing.  Returns 0, or -1 with errno as
+ * sicm_init(), or EINVAL for an unknown flag. */
+SICM_API int sicm_init_with(unsigned flags);
+
+/* Where sicm_init() got the topology from. */
+typedef enum sicm_topology_source {
+  SICM_TOPOLOGY_DISCOVERED = 0, /* hwloc's discovery in this process */
+  SICM_TOPOLOGY_PUBLISHED = 1,  /* discovered here and written for the node */
+  SICM_TOPOLOGY_ADOPTED = 2,    /* mapped from the node's file, no discovery */
+} sicm_topology_source;
+
+/* A sicm_topology_source, or -1 with errno EPERM when the library is not
+ * initialized. */
+SICM_API int sicm_init_topology_source(void);
+
 /* Release what sicm_init() built once the last reference is dropped: the
  * library's default arenas (sicm_alloc() memory) are destroyed and every
  * sicm_device pointer becomes invalid.  Returns 0, or -1 with errno

@@ -18,7 +18,6 @@
 #define SC_HANDLE_SLOT_BITS 12      /* log2(SC_ARENA_SLOTS) */
 #define SC_CHUNK_SHIFT 34           /* address windows come in 16 GiB chunks */
 #define SC_CHUNK_SIZE ((size_t)1 << SC_CHUNK_SHIFT)
-#define SC_ADDRESS_BITS 47          /* user address space without 5-level paging */
 #define SC_WINDOWS_MAX 64
 /* Arenas past this many committed bytes get transparent huge pages. */
 #define SC_THP_THRESHOLD ((size_t)64 << 20)

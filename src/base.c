@@ -1,7 +1,8 @@
-/* base.c: failure reporting (errno plus a per-thread description) and the
- * page size. */
+/* base.c: failure reporting (errno plus a per-thread description), the
+ * page size, and the address every process of a node can map. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "base.h"
@@ -40,4 +41,36 @@ size_t sc_page_size(void) {
     __atomic_store_n(&page, p, __ATOMIC_RELAXED);
   }
   return p;
+}
+
+uintptr_t sc_address_hole(size_t size, size_t align) {
+  FILE *maps = fopen("/proc/self/maps", "re");
+  if (maps == NULL)
+    return 0;
+  const uintptr_t top = ((uintptr_t)1 << SC_ADDRESS_BITS) - align;
+  uintptr_t best_lo = 0, best_hi = 0, end_prev = align, lo, hi;
+  char line[512];
+  while (fgets(line, sizeof line, maps) != NULL) {
+    if (sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+      continue;
+    if (lo > top)
+      lo = top;
+    if (lo > end_prev && lo - end_prev > best_hi - best_lo) {
+      best_lo = end_prev;
+      best_hi = lo;
+    }
+    if (hi > end_prev)
+      end_prev = hi;
+  }
+  fclose(maps);
+  if (top > end_prev && top - end_prev > best_hi - best_lo) {
+    best_lo = end_prev;
+    best_hi = top;
+  }
+  uintptr_t span = sc_round_up(size, align);
+  best_lo = sc_round_up(best_lo, align);
+  best_hi &= ~(uintptr_t)(align - 1);
+  if (best_hi <= best_lo || best_hi - best_lo < span)
+    return 0;
+  return best_lo + (((best_hi - best_lo - span) / 2) & ~(uintptr_t)(align - 1));
 }

@@ -59,6 +59,15 @@ void *sc_fail_null(int err, const char *fmt, ...) __attribute__((format(printf, 
 /* The base page size, read from the kernel once. */
 size_t sc_page_size(void);
 
+/* User address space without 5-level paging. */
+#define SC_ADDRESS_BITS 47
+
+/* An address, aligned to `align` (a power of two), in the middle of the
+ * largest range this process has not mapped, where `size` bytes fit; 0 if
+ * none does.  Other processes of the same program almost always have that
+ * range free too: shared arenas and the node-wide topology map there. */
+uintptr_t sc_address_hole(size_t size, size_t align);
+
 /* A node set in the layout mbind(2) and move_pages(2) take. */
 typedef struct sc_nodemask {
   unsigned long bits[SC_NODEMASK_WORDS];

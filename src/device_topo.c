@@ -146,9 +146,10 @@ hwloc_topology_t sc_topo_load_hwloc(int io) {
   return hw;
 }
 
-int sc_topo_discover(sc_topo *topo) {
+int sc_topo_discover(sc_topo *topo, int share) {
   memset(topo, 0, sizeof *topo);
-  hwloc_topology_t hw = sc_topo_load_hwloc(0);
+  sicm_topology_source source = SICM_TOPOLOGY_DISCOVERED;
+  hwloc_topology_t hw = share ? sc_topo_share_load(&source) : sc_topo_load_hwloc(0);
   if (hw == NULL)
     return -1;
   int n = hwloc_get_nbobjs_by_type(hw, HWLOC_OBJ_NUMANODE);
@@ -168,6 +169,7 @@ int sc_topo_discover(sc_topo *topo) {
     return sc_fail(ENOMEM, "out of memory describing %d NUMA nodes", n);
   }
   topo->is_this_system = hwloc_topology_is_thissystem(hw);
+  topo->source = source;
   for (int i = 0; i < n; i++)
     objs[i] = hwloc_get_obj_by_type(hw, HWLOC_OBJ_NUMANODE, (unsigned)i);
   qsort(objs, (size_t)n, sizeof *objs, node_obj_compare);

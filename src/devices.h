@@ -33,6 +33,7 @@ typedef struct sc_topo {
   unsigned *distance;     /* nnodes x nnodes, row = from */
   sc_perf_cell *perf;     /* nnodes x nnodes, row = initiator, column = target */
   int is_this_system;     /* 0 when hwloc loaded a foreign XML topology */
+  sicm_topology_source source;
 } sc_topo;
 
 /* Per-node settings from the administrator configuration file. */
@@ -51,13 +52,22 @@ typedef struct sc_conf {
 /* A loaded hwloc topology of this machine (or of HWLOC_XMLFILE), with I/O
  * objects when io is set; NULL with errno. */
 hwloc_topology_t sc_topo_load_hwloc(int io);
-int sc_topo_discover(sc_topo *topo);
+/* Reads the topology into topo; through the node's shared file (below)
+ * when share is set. */
+int sc_topo_discover(sc_topo *topo, int share);
 void sc_topo_release(sc_topo *topo);
 int sc_topo_index(const sc_topo *topo, int node);   /* position of node, or -1 */
 unsigned sc_topo_distance(const sc_topo *topo, unsigned from, unsigned to);
 sc_perf_cell *sc_topo_perf(const sc_topo *topo, unsigned initiator, unsigned target);
 /* Position of the CPU node nearest to `target` (ties: lowest node), or -1. */
 int sc_topo_nearest_initiator(const sc_topo *topo, unsigned target);
+
+/* ---- device_share.c: one topology per node in shared memory ---- */
+/* A loaded hwloc topology without I/O objects: adopted from the node's file
+ * when a valid one matches this process, else discovered and, if this
+ * process may, published there for the others; *source says which.  NULL
+ * with errno only when discovery itself fails. */
+hwloc_topology_t sc_topo_share_load(sicm_topology_source *source);
 
 /* ---- device_tier.c: Linux memory tiers ---- */
 /* Sets memory_tier of the nodes listed under `dir` (normally
@@ -99,6 +109,7 @@ typedef enum sc_move_method {
 typedef struct sc_options {
   unsigned migrate_threads;     /* SICM_MIGRATE_THREADS; 0: the CPUs we may run on */
   sc_move_method migrate_huge;  /* SICM_MIGRATE_HUGE */
+  int share_topology;           /* SICM_SHARE_TOPOLOGY, or sicm_init_with's flag */
 } sc_options;
 
 typedef struct sc_state {

@@ -26,7 +26,7 @@ static const char *init_conf_path(void) {
 }
 
 /* Environment options; a value out of range is ignored, as documented. */
-static void init_options(sc_options *o) {
+static void init_options(sc_options *o, unsigned flags) {
   const char *env = getenv("SICM_MIGRATE_THREADS");
   long threads = env ? strtol(env, NULL, 10) : 0;
   o->migrate_threads = threads > 0 && threads <= 256 ? (unsigned)threads : 0;
@@ -36,11 +36,15 @@ static void init_options(sc_options *o) {
     o->migrate_huge = SC_MOVE_SUBPAGES;
   else if (env != NULL && strcmp(env, "mbind") == 0)
     o->migrate_huge = SC_MOVE_MBIND;
+  env = getenv("SICM_SHARE_TOPOLOGY");
+  o->share_topology = (flags & SICM_INIT_SHARE_TOPOLOGY) != 0;
+  if (env != NULL && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0))
+    o->share_topology = env[0] == '1';
 }
 
-static int init_build(sc_state *s) {
-  init_options(&s->options);
-  if (sc_je_classes_init() != 0 || sc_topo_discover(&s->topo) != 0)
+static int init_build(sc_state *s, unsigned flags) {
+  init_options(&s->options, flags);
+  if (sc_je_classes_init() != 0 || sc_topo_discover(&s->topo, s->options.share_topology) != 0)
     return -1;
   const char *path = init_conf_path();
   if (path != NULL) {
@@ -58,12 +62,14 @@ fail_topo:
   return -1;
 }
 
-int sicm_init(void) {
+int sicm_init_with(unsigned flags) {
+  if (flags & ~SICM_INIT_SHARE_TOPOLOGY)
+    return sc_fail(EINVAL, "sicm_init_with: unknown flags 0x%x", flags & ~SICM_INIT_SHARE_TOPOLOGY);
   int rc = 0;
   pthread_mutex_lock(&init_lock);
   if (init_refs == 0) {
     sc_state *s = sc_state_storage();
-    rc = init_build(s);
+    rc = init_build(s, flags);
     if (rc != 0) {
       int err = errno;
       *s = (sc_state){0};
@@ -76,6 +82,13 @@ int sicm_init(void) {
   }
   pthread_mutex_unlock(&init_lock);
   return rc;
+}
+
+int sicm_init(void) { return sicm_init_with(0); }
+
+int sicm_init_topology_source(void) {
+  sc_state *s = sc_state_get();
+  return s ? (int)s->topo.source : sc_fail(EPERM, "sicm_init_topology_source: not initialized");
 }
 
 int sicm_fini(void) {

@@ -44,40 +44,6 @@ static int name_check(const char *name) {
   return 0;
 }
 
-/* The middle of the largest unmapped range, chunk-aligned, if `size` bytes
- * fit there; 0 if not. */
-static uintptr_t address_choose(size_t size) {
-  FILE *maps = fopen("/proc/self/maps", "re");
-  if (maps == NULL)
-    return 0;
-  const uintptr_t top = ((uintptr_t)1 << SC_ADDRESS_BITS) - SC_CHUNK_SIZE;
-  uintptr_t best_lo = 0, best_hi = 0, end_prev = SC_CHUNK_SIZE, lo, hi;
-  char line[512];
-  while (fgets(line, sizeof line, maps) != NULL) {
-    if (sscanf(line, "%lx-%lx", &lo, &hi) != 2)
-      continue;
-    if (lo > top)
-      lo = top;
-    if (lo > end_prev && lo - end_prev > best_hi - best_lo) {
-      best_lo = end_prev;
-      best_hi = lo;
-    }
-    if (hi > end_prev)
-      end_prev = hi;
-  }
-  fclose(maps);
-  if (top > end_prev && top - end_prev > best_hi - best_lo) {
-    best_lo = end_prev;
-    best_hi = top;
-  }
-  uintptr_t span = sc_round_up(size, SC_CHUNK_SIZE);
-  best_lo = sc_round_up(best_lo, SC_CHUNK_SIZE);
-  best_hi &= ~(uintptr_t)(SC_CHUNK_SIZE - 1);
-  if (best_hi <= best_lo || best_hi - best_lo < span)
-    return 0;
-  return best_lo + (((best_hi - best_lo - span) / 2) & ~(uintptr_t)(SC_CHUNK_SIZE - 1));
-}
-
 /* Describes what occupies [lo, hi) in this process, for the EEXIST error. */
 static void range_holder(uintptr_t lo, uintptr_t hi, char *out, size_t len) {
   snprintf(out, len, "an unknown mapping");
@@ -266,7 +232,7 @@ sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *
   if (statvfs("/dev/shm", &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < size)
     return sc_fail_null(ENOSPC, "/dev/shm has %llu bytes free, fewer than the %zu the arena "
                                   "may use", (unsigned long long)fs.f_bavail * fs.f_frsize, size);
-  uintptr_t base = address_choose(size);
+  uintptr_t base = sc_address_hole(size, SC_CHUNK_SIZE);
   if (base == 0)
     return sc_fail_null(ENOMEM, "no free address range of %zu bytes", size);
   int fd = object_create(name, mode ? mode : 0600);

@@ -123,7 +123,7 @@ TEST(SharedClasses, LargeSizesStepAtEachThirtySecondOfAPowerOfTwo) {
 class ConfParser : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(0, sc_topo_discover(&topo_)) << sicm_error_detail();
+    ASSERT_EQ(0, sc_topo_discover(&topo_, 0)) << sicm_error_detail();
     ASSERT_EQ(4u, topo_.nnodes);
   }
   void TearDown() override {

@@ -186,7 +186,7 @@ static sicm_arena arena_for(const hints *h, sicm_device **devs, int ndevs) {
 
 static int library_start(void) {
   pthread_mutex_lock(&arenas_lock);
-  int rc = initialized || sicm_init() == 0 ? 0 : -1;
+  int rc = initialized || sicm_init_with(SICM_INIT_SHARE_TOPOLOGY) == 0 ? 0 : -1;
   initialized |= rc == 0;
   pthread_mutex_unlock(&arenas_lock);
   return rc;

@@ -6,7 +6,11 @@
  * MPI_Put/MPI_Get through a window over arena memory move the right bytes;
  * a node-shared window with hints works from both ranks.  With --numa (the
  * 4-node guest), also where the pages are: hbm on node 2, large_cap on
- * node 3, the shared window on node 2 as seen from each rank.
+ * node 3, the shared window on node 2 as seen from each rank.  With
+ * SICM_TOPOLOGY_DIR set to an empty directory, one rank publishes the
+ * node's topology and the other adopts it (libsicm-mpi shares by default),
+ * so in the guest the adopting rank's placement checks run on an adopted
+ * topology.
  * Prints "ok: ..." or "FAILED: ..." per check; exit 0 if every check passed. */
 #include <mpi.h>
 #include <numaif.h>
@@ -201,6 +205,18 @@ static void placement(const char *memory, int node) {
   MPI_Free_mem(p);
 }
 
+/* Once libsicm-mpi has started the library in every rank. */
+static void topology_shared(void) {
+  int source = sicm_init_topology_source(), counts[3] = {0, 0, 0}, all[3];
+  if (source >= 0 && source <= 2)
+    counts[source] = 1;
+  MPI_Allreduce(counts, all, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  printf("rank %d topology source %d\n", rank, source);
+  if (getenv("SICM_TOPOLOGY_DIR") != NULL)
+    check(all[SICM_TOPOLOGY_PUBLISHED] == 1 && all[SICM_TOPOLOGY_ADOPTED] == 1,
+          "one rank published the node's topology, the other adopted it");
+}
+
 int main(int argc, char **argv) {
   int numa = argc > 1 && strcmp(argv[1], "--numa") == 0, size;
   MPI_Init(&argc, &argv);
@@ -215,6 +231,7 @@ int main(int argc, char **argv) {
   }
   hint_errors();
   sources_and_arenas();
+  topology_shared();
   one_sided(numa ? "hbm" : "dram");
   shared_window(numa ? "hbm" : "dram", numa ? 2 : -1);
   if (numa) {
