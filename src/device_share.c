@@ -140,8 +140,7 @@ static int place_init(share_place *pl) {
     char path[96], label[24];
     snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", node);
     snprintf(label, sizeof label, "node%d", node);
-    if (access(path, R_OK) == 0)
-      key_add_file(pl, label, path);
+    key_add_file(pl, label, path);
   }
   if (pl->key_length >= sizeof pl->key)
     return -1;
@@ -226,8 +225,10 @@ static int share_lock(const share_place *pl) {
  * topology, and 2.9.0's hwloc_shmem_topology_write leaves the copy's
  * unresolved (it resolves the original twice): an adopter's read-only copy
  * would fault.  So the writer adopts its own copy writable and queries each
- * attribute once, which resolves it in the file. */
-static int share_memattrs_resolve(int fd, uint64_t offset, void *address, size_t length) {
+ * attribute once, which resolves it in the file; then the copy is final,
+ * and its checksum is taken from this same mapping. */
+static int share_copy_finish(int fd, uint64_t offset, void *address, size_t length,
+                             uint64_t *sum) {
   hwloc_topology_t copy;
   if (hwloc_shmem_topology_adopt(&copy, fd, offset, address, length, 0) != 0)
     return -1;
@@ -237,6 +238,8 @@ static int share_memattrs_resolve(int fd, uint64_t offset, void *address, size_t
     unsigned nr = 0;
     hwloc_memattr_get_targets(copy, id, NULL, 0, &nr, NULL, NULL);
   }
+  if (writable)
+    *sum = checksum(address, length);
   hwloc_topology_destroy(copy);
   return writable ? 0 : -1;
 }
@@ -254,10 +257,7 @@ static int share_publish(const share_place *pl, hwloc_topology_t hw) {
   int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (h == NULL || fd < 0 || address == 0 ||
       hwloc_shmem_topology_write(hw, fd, offset, (void *)address, length, 0) != 0 ||
-      share_memattrs_resolve(fd, offset, (void *)address, length) != 0)
-    goto fail;
-  void *copy = mmap(NULL, length, PROT_READ, MAP_SHARED, fd, (off_t)offset);
-  if (copy == MAP_FAILED)
+      share_copy_finish(fd, offset, (void *)address, length, &h->checksum) != 0)
     goto fail;
   memcpy(h->magic, SHARE_MAGIC, sizeof SHARE_MAGIC);
   h->format = SHARE_FORMAT;
@@ -265,8 +265,6 @@ static int share_publish(const share_place *pl, hwloc_topology_t hw) {
   memcpy(h->key, pl->key, pl->key_length);
   h->address = address;
   h->length = length;
-  h->checksum = checksum(copy, length);
-  munmap(copy, length);
   if (pwrite(fd, h, sizeof *h, 0) != (ssize_t)sizeof *h || rename(tmp, pl->path) != 0)
     goto fail;
   free(h);

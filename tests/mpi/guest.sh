@@ -13,9 +13,4 @@ mpi_require "$check" tests/mpi/mpi_alloc_check
 # interface and a host name of letters and digits.
 ip link set lo up 2> /dev/null || true
 hostname sicm-guest 2> /dev/null || true
-topology=$(mktemp -d)
-timeout 300 mpirun --oversubscribe --allow-run-as-root -np 2 -x SICM_TOPOLOGY_DIR="$topology" --bind-to core --map-by core \
-  "$check" --numa
-rc=$?
-rm -rf "$topology"
-exit $rc
+mpi_alloc_run 300 -np 2 --bind-to core --map-by core "$check" --numa

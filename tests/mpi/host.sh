@@ -6,8 +6,4 @@ set -u
 build=${SICM_TOP_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$(dirname "$0")/mpi_env.sh"
 mpi_require "$build/tests/mpi/mpi_alloc_check" tests/mpi/mpi_alloc_check
-topology=$(mktemp -d)
-timeout 120 mpirun --oversubscribe --allow-run-as-root -np 2 -x SICM_TOPOLOGY_DIR="$topology" "$build/tests/mpi/mpi_alloc_check"
-rc=$?
-rm -rf "$topology"
-exit $rc
+mpi_alloc_run 120 -np 2 "$build/tests/mpi/mpi_alloc_check"
