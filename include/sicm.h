@@ -352,8 +352,12 @@ SICM_API size_t sicm_usable_size(const void *ptr);
 SICM_API sicm_arena sicm_arena_lookup(const void *ptr);
 
 /* Bytes the arena holds: memory it has committed for data, never more than
- * its maxsize.  Returns it, or 0 with errno EINVAL or
- * ESTALE (bad handle). */
+ * its maxsize.  That includes freed memory the allocator keeps for reuse:
+ * regions in thread caches, and free pages, which it gives back over about
+ * 10 s, before a migration, and whenever an allocation would otherwise
+ * pass maxsize (the arena then gives back the calling thread's cached
+ * regions and every free page, and tries once more before ENOMEM).
+ * Returns it, or 0 with errno EINVAL or ESTALE (bad handle). */
 SICM_API size_t sicm_arena_size(sicm_arena sa);
 
 /* The arena's devices: writes up to `max` to `out` and returns how many

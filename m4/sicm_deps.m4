@@ -70,6 +70,8 @@ AC_DEFUN([SICM_JEMALLOC], [
     AC_SUBST([JEMALLOC_CFLAGS])
     AC_SUBST([JEMALLOC_LIBS])
     sicm_jemalloc_pc=""
+    AC_DEFINE([SICM_JEMALLOC_PRIVATE_BUILD], [1],
+              [jemalloc is libsicm's own build, whose options libsicm sets])
     AC_MSG_NOTICE([jemalloc: private build in $sicm_je_dir, linked statically])
   ], [
     SICM_REQUIRE_PKG([JEMALLOC], [jemalloc >= 5.2], [libjemalloc-dev])

@@ -3,6 +3,8 @@
  * free through this thread's cache for the arena (a pop from or push to a
  * bin; a miss is one jemalloc call; no lock either way), realloc, usable
  * size, statistics. */
+#include "config.h"
+
 #include <errno.h>
 #include <numaif.h>
 #include <stdio.h>
@@ -13,6 +15,15 @@
 #include "arena_je.h"
 
 _Static_assert(sizeof(sc_je_arena) <= SC_ARENA_KIND_DATA, "sc_je_arena outgrew kind_data");
+
+#ifdef SICM_JEMALLOC_PRIVATE_BUILD
+/* jemalloc's options, in the private build only (the system's would be
+ * the process's malloc too).  Its tcache garbage collection runs on every
+ * 64 KiB a thread allocates, for the thread's implicit tcache alone, which
+ * libsicm never fills (every call names an explicit tcache or none): 11%
+ * of a 1-4 MiB pair for nothing. */
+const char *je_malloc_conf = "tcache_gc_incr_bytes:1099511627776";
+#endif
 
 static int private_open(sc_arena *a, void *arg) {
   sc_je_arena *je = sc_je_of(a);
@@ -37,6 +48,14 @@ int sc_je_shard_add(sc_je_arena *je) {
   }
   if (err != 0) /* EAGAIN: jemalloc has no arena index left */
     return sc_fail(err, "jemalloc could not create another arena (%s)", strerror(err));
+  /* jemalloc purges a freed extent of 8 MiB or more at once (its
+   * oversize_threshold); with two threads that madvise interrupts the
+   * other CPU at every large free (3-4x jemalloc's pair).  Large extents
+   * decay like the rest; maxsize pressure purges on demand. */
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "arena.%u.oversize_threshold", index);
+  size_t never = SIZE_MAX;
+  je_mallctl(cmd, NULL, NULL, &never, sizeof never);
   je->shards[je->nshards] = index;
   __atomic_store_n(&je->nshards, je->nshards + 1, __ATOMIC_RELEASE); /* read by the hooks */
   return 0;
@@ -65,6 +84,36 @@ static int size_check(size_t sz) {
   return 0;
 }
 
+/* Gives back to the system every free page the arena's shards keep
+ * (dirty, muzzy, retained committed); their commit leaves maxsize. */
+static void shards_purge(sc_arena *a) {
+  sc_je_arena *je = sc_je_of(a);
+  unsigned n = __atomic_load_n(&je->nshards, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++) {
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "arena.%u.purge", je->shards[i]);
+    je_mallctl(cmd, NULL, NULL, NULL, 0);
+  }
+}
+
+/* maxsize counts what jemalloc keeps committed for reuse as well as what
+ * is live.  When a commit would pass it, this thread's cached regions of
+ * the arena and every shard's free pages go back, and the caller tries
+ * once more: 1 then, 0 when the failure had another cause. */
+static int maxsize_relieve(sc_arena *a, sc_thread_cache *cache) {
+  if (sc_je_hook_failed != SC_HOOK_MAXSIZE)
+    return 0;
+  if (cache != NULL) {
+    for (unsigned b = 0; b < sc_je_size_classes.nbins; b++)
+      sc_bin_flush(cache, b, 0);
+    if (cache->flag != MALLOCX_TCACHE_NONE)
+      je_mallctl("tcache.flush", NULL, NULL, &cache->tcache, sizeof cache->tcache);
+  }
+  shards_purge(a);
+  sc_je_hook_failed = 0;
+  return 1;
+}
+
 /* A NULL from jemalloc is ENOMEM; its cause is the failed hook's detail
  * when one failed during the call. */
 static void *alloc_result(void *p, const sc_arena *a, size_t sz) {
@@ -87,6 +136,8 @@ static int alloc_flags(sc_arena *a, const sc_thread_cache *cache) {
 void *sc_je_alloc_miss(sc_arena *a, sc_thread_cache *cache, size_t sz) {
   sc_je_hook_failed = 0;
   void *p = je_mallocx(sz, cache->alloc_flags);
+  if (p == NULL && maxsize_relieve(a, cache))
+    p = je_mallocx(sz, cache->alloc_flags);
   if (p != NULL)
     sc_page_class_set(p, sc_size_class(sz));
   return alloc_result(p, a, sz);
@@ -104,6 +155,8 @@ static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t a
               (zero ? MALLOCX_ZERO : 0);
   sc_je_hook_failed = 0;
   void *p = je_mallocx(sz, flags);
+  if (p == NULL && maxsize_relieve(a, cache))
+    p = je_mallocx(sz, flags);
   if (p != NULL) /* an alignment may raise the class: ask jemalloc then */
     sc_page_class_set(p, sc_class_of(align ? je_sallocx(p, 0) : sz));
   return alloc_result(p, a, sz);
@@ -128,6 +181,8 @@ static void *private_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t
   int flags = alloc_flags(a, cache);
   sc_je_hook_failed = 0;
   void *p = je_rallocx(ptr, sz, flags);
+  if (p == NULL && maxsize_relieve(a, cache))
+    p = je_rallocx(ptr, sz, flags);
   if (p != NULL)
     sc_page_class_set(p, sc_class_of(sz));
   return alloc_result(p, a, sz);
@@ -175,6 +230,12 @@ static int private_stats(sc_arena *a, sicm_arena_stats *out) {
   return 0;
 }
 
+/* The free pages jemalloc keeps would move for nothing. */
+static int private_move_begin(sc_arena *a) {
+  shards_purge(a);
+  return 0;
+}
+
 static const sc_arena_ops private_ops = {
     .open = private_open,
     .close = private_close,
@@ -184,6 +245,7 @@ static const sc_arena_ops private_ops = {
     .usable_size = private_usable_size,
     .usable_for = private_usable_for,
     .stats = private_stats,
+    .move_begin = private_move_begin,
     .move_flag = MPOL_MF_MOVE, /* pages of this process only */
 };
 

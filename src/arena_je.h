@@ -44,6 +44,8 @@ void sc_je_hooks_init(extent_hooks_t *hooks);
 /* Set by a hook of this thread that failed (with a detail), so that the
  * allocation call reports the hook's cause; the caller clears it. */
 extern SC_TLS int sc_je_hook_failed;
+#define SC_HOOK_FAILED 1
+#define SC_HOOK_MAXSIZE 2              /* the commit would have passed maxsize */
 
 /* ---- arena_je_cache.c: jemalloc's small size classes and the caches ----
  * Small regions freed by a thread wait in its bins for the next allocation

@@ -18,8 +18,8 @@ SC_TLS int sc_je_hook_failed;
 
 static sc_arena *hooks_arena(extent_hooks_t *hooks) { return ((sc_je_arena *)hooks)->arena; }
 
-static bool hook_fail(void) {
-  sc_je_hook_failed = 1;
+static bool hook_fail(int why) {
+  sc_je_hook_failed = why;
   return false;
 }
 
@@ -30,7 +30,7 @@ static bool held_reserve(sc_arena *a, size_t len) {
     if (a->maxsize != 0 && (held + len > a->maxsize || held + len < held)) {
       sc_fail(ENOMEM, "%zu more bytes would pass maxsize %zu (held %zu)", len, a->maxsize,
               held);
-      return hook_fail();
+      return hook_fail(SC_HOOK_MAXSIZE);
     }
   } while (!__atomic_compare_exchange_n(&a->held, &held, held + len, true, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED));
@@ -47,7 +47,7 @@ static bool pages_open(void *addr, size_t len) {
   if (sc_window_pages_open() || mprotect(addr, len, PROT_READ | PROT_WRITE) == 0)
     return true;
   sc_fail(errno, "mprotect could not open %zu bytes of the window: %s", len, strerror(errno));
-  return hook_fail();
+  return hook_fail(SC_HOOK_FAILED);
 }
 
 /* Inside arenas.create, before its index reaches us, jemalloc allocates
@@ -72,7 +72,7 @@ static void *metadata_map(size_t size, size_t alignment) {
   char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) {
     sc_fail(ENOMEM, "no memory for the arena's metadata: %s", strerror(errno));
-    hook_fail();
+    hook_fail(SC_HOOK_FAILED);
     return NULL;
   }
   char *p = (char *)sc_round_up((uintptr_t)raw, alignment);
@@ -98,7 +98,7 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
   void *p = sc_window_take(a, new_addr, size, alignment);
   pthread_mutex_unlock(&a->window_lock);
   if (p == NULL)
-    hook_fail();
+    hook_fail(SC_HOOK_FAILED);
   if (p == NULL || (*commit && !pages_open(p, size))) {
     /* Address space taken but not opened stays reserved: jemalloc never
      * hands it back to us, and it costs no memory. */

@@ -55,9 +55,10 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
   sc_window windows[SC_WINDOWS_MAX];
   uint64_t start = now_ns();
   *report = (sicm_migration_report){0};
-  /* An arena other processes share: they must not move it meanwhile, its
-   * binding may have changed there, and pages only they touched must be
-   * mapped here to be moved at all. */
+  /* The kind prepares.  A private arena gives back the free pages it
+   * keeps.  An arena other processes share: they must not move it
+   * meanwhile, its binding may have changed there, and pages only they
+   * touched must be mapped here to be moved at all. */
   if (a->ops->move_begin != NULL && a->ops->move_begin(a) != 0) {
     report->error = errno;
     return -1;

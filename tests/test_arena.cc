@@ -314,6 +314,28 @@ TEST_F(Arena, MaxsizeIsEnforcedWithEnomem) {
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
+// What jemalloc keeps committed after a free (small regions in the caches,
+// large extents left dirty for reuse) does not make maxsize refuse a block
+// of another size: the arena gives it back and tries again.
+TEST_F(Arena, FreedMemoryOfAnySizeMakesRoomUnderMaxsize) {
+  const size_t maxsize = 64u << 20;
+  sicm_arena a = Create(maxsize);
+  std::vector<void *> blocks;
+  void *p;
+  while ((p = sicm_arena_alloc(a, 1000)) != nullptr) blocks.push_back(p);
+  ASSERT_EQ(ENOMEM, errno);
+  ASSERT_GT(blocks.size(), 40000u) << "64 MiB holds more than 40,000 blocks of 1000 bytes";
+  for (void *b : blocks) sicm_free(b);
+  for (size_t size : {(size_t)40 << 20, (size_t)50 << 20, (size_t)56 << 20}) {
+    p = sicm_arena_alloc(a, size);
+    ASSERT_NE(nullptr, p) << size << " bytes after freeing everything: " << sicm_error_detail();
+    memset(p, 1, size);
+    EXPECT_LE(sicm_arena_size(a), maxsize);
+    sicm_free(p);
+  }
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
 // Two threads allocate and free random sizes against a small maxsize; a
 // third samples the arena's size, which must never exceed maxsize.
 TEST_F(Arena, MaxsizeHoldsUnderConcurrentRandomTraffic) {
