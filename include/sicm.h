@@ -42,12 +42,20 @@ extern "C" {
  * SICM_DEVICES_CONF, or else from the default path shown by
  * sicm_devices_conf_path() if that file exists.
  *
+ * fork(): the first call registers fork handlers, so a child may create,
+ * use, move and destroy arenas whatever other threads of the parent were
+ * doing.  fork() waits for a migration in progress to finish.  In the
+ * child, what other threads of the parent had cached stays in their
+ * arenas until those are destroyed, and an asynchronous migration of the
+ * parent (sicm_arena_set_devices_async()) has no thread: wait for it in
+ * the parent.
+ *
  * Returns 0, or -1 with errno:
  *   EINVAL  the configuration file is malformed (sicm_error_detail() names
  *           the file and line);
  *   ENOENT  SICM_DEVICES_CONF names a file that does not exist;
  *   EIO     the hardware topology could not be read;
- *   ENOMEM  out of memory. */
+ *   ENOMEM  out of memory (the fork handlers included). */
 SICM_API int sicm_init(void);
 
 /* Flags of sicm_init_with(). */
@@ -328,7 +336,8 @@ SICM_API void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz);
  * smaller size; it may move).  ptr NULL allocates from the calling thread's
  * default arena, as sicm_alloc().  Returns the new pointer, or NULL with
  * errno (ptr then stays valid and unchanged):
- *   EINVAL  ptr belongs to no arena, or sz is 0;
+ *   EINVAL  ptr belongs to no arena, is not where an allocation starts
+ *           (see sicm_free()), or sz is 0;
  *   ENOMEM  as sicm_arena_alloc(). */
 SICM_API void *sicm_realloc(void *ptr, size_t sz);
 
@@ -339,11 +348,18 @@ SICM_API void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
 
 /* Free memory from any arena.  NULL does nothing.  A pointer that no arena
  * owns (glibc malloc, stack, ...) is not freed: errno is set to EINVAL and
- * nothing else happens.  Thread-safe; any thread may free any block. */
+ * nothing else happens.  Thread-safe; any thread may free any block.
+ * Inside an arena created with sicm_arena_create*(), an address where no
+ * allocation can start is refused the same way, in O(1): one in a page
+ * where no allocation starts (a page never handed out, the inside of a
+ * large block), or one not placed as a block of its page's size class
+ * starts.  Freeing a block twice, or an address inside a small block that
+ * is placed like a block start, is undefined, as with free(3). */
 SICM_API void sicm_free(void *ptr);
 
 /* Usable size of an allocation (at least the size asked for).  Returns it,
- * or 0 with errno EINVAL when ptr is NULL or belongs to no arena. */
+ * or 0 with errno EINVAL when ptr is NULL, belongs to no arena, or is not
+ * where an allocation starts (see sicm_free()). */
 SICM_API size_t sicm_usable_size(const void *ptr);
 
 /* The arena that owns the address `ptr` (any byte of an allocation), or
@@ -635,52 +651,53 @@ SICM_API int sicm_arena_check(sicm_arena sa, sicm_heap_report *report);
  * Define SICM_NO_INLINE before including this header to always call them
  * (taking their address, e.g. `&sicm_free`, always gives the function).
  *
- * The layout below is version 1 and is not for direct use.  The library
- * exports its objects as sicm_front_v1 and sicm_epoch_v1; a library with
+ * The layout below is version 2 and is not for direct use.  The library
+ * exports its objects as sicm_front_v2 and sicm_epoch_v2; a library with
  * another layout exports other names, so that a program built against
  * this one fails to start rather than misreads it. */
-#define SICM_BIN_CAP_V1 32
-typedef struct sicm_bin_v1 {
-  unsigned count, limit;      /* limit <= SICM_BIN_CAP_V1 */
-  void *slots[SICM_BIN_CAP_V1];
-} sicm_bin_v1;
-typedef struct sicm_front_v1_t {
+#define SICM_BIN_CAP_V2 32
+typedef struct sicm_bin_v2 {
+  unsigned count, limit;      /* limit <= SICM_BIN_CAP_V2 */
+  void *slots[SICM_BIN_CAP_V2];
+} sicm_bin_v2;
+typedef struct sicm_front_v2_t {
   uintptr_t arena;            /* the handle served; 0: none */
-  uint64_t epoch;             /* sicm_epoch_v1 when it was set */
+  uint64_t epoch;             /* sicm_epoch_v2 when it was set */
   uintptr_t base, size;       /* addresses whose pages `tags` describes */
   const uint8_t *tags;        /* per 4 KiB page: binned class + 1, or other */
   size_t max;                 /* largest size the bins serve */
   const uint8_t *class_of;    /* (size - 1) / 8 -> bin */
   unsigned nbins;
-  sicm_bin_v1 *bins;
-} sicm_front_v1_t;
+  sicm_bin_v2 *bins;
+  const uint16_t *start_mask; /* per bin: address bits 0 where a block starts */
+} sicm_front_v2_t;
 #if defined(__GNUC__)
-SICM_API extern __thread sicm_front_v1_t sicm_front_v1;
+SICM_API extern __thread sicm_front_v2_t sicm_front_v2;
 /* Advances whenever an arena is destroyed: a front set before is stale. */
-SICM_API extern uint64_t sicm_epoch_v1;
+SICM_API extern uint64_t sicm_epoch_v2;
 #endif
 #if defined(__GNUC__) && !defined(SICM_NO_INLINE)
 
-static inline void *sicm_arena_alloc_inline_v1(sicm_arena sa, size_t sz) {
-  sicm_front_v1_t *f = &sicm_front_v1;
+static inline void *sicm_arena_alloc_inline_v2(sicm_arena sa, size_t sz) {
+  sicm_front_v2_t *f = &sicm_front_v2;
   if ((uintptr_t)sa == f->arena && sz - 1 < f->max &&
-      f->epoch == __atomic_load_n(&sicm_epoch_v1, __ATOMIC_RELAXED)) {
-    sicm_bin_v1 *bin = &f->bins[f->class_of[(sz - 1) >> 3]];
+      f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
+    sicm_bin_v2 *bin = &f->bins[f->class_of[(sz - 1) >> 3]];
     if (bin->count > 0)
       return bin->slots[--bin->count];
   }
   return (sicm_arena_alloc)(sa, sz);
 }
 
-static inline void sicm_free_inline_v1(void *ptr) {
-  sicm_front_v1_t *f = &sicm_front_v1;
+static inline void sicm_free_inline_v2(void *ptr) {
+  sicm_front_v2_t *f = &sicm_front_v2;
   uintptr_t offset = (uintptr_t)ptr - f->base;
-  if (offset < f->size && f->epoch == __atomic_load_n(&sicm_epoch_v1, __ATOMIC_RELAXED)) {
+  if (offset < f->size && f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
     /* Atomic: another thread may be tagging a neighbouring page's block (the
      * same byte codegen as a plain load on x86-64 and arm64). */
     unsigned bin_index = __atomic_load_n(&f->tags[offset >> 12], __ATOMIC_RELAXED) - 1u;
-    if (bin_index < f->nbins) {
-      sicm_bin_v1 *bin = &f->bins[bin_index];
+    if (bin_index < f->nbins && ((uintptr_t)ptr & f->start_mask[bin_index]) == 0) {
+      sicm_bin_v2 *bin = &f->bins[bin_index];
       if (bin->count < bin->limit) {
         bin->slots[bin->count++] = ptr;
         return;
@@ -690,8 +707,8 @@ static inline void sicm_free_inline_v1(void *ptr) {
   (sicm_free)(ptr);
 }
 
-#define sicm_arena_alloc(sa, sz) sicm_arena_alloc_inline_v1((sa), (sz))
-#define sicm_free(ptr) sicm_free_inline_v1(ptr)
+#define sicm_arena_alloc(sa, sz) sicm_arena_alloc_inline_v2((sa), (sz))
+#define sicm_free(ptr) sicm_free_inline_v2(ptr)
 #endif
 
 #ifdef __cplusplus

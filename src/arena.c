@@ -140,7 +140,7 @@ sicm_arena sc_arena_find(int (*match)(const sc_arena *a, const void *arg), const
 /* The header's inline fast path trusts a thread's front only while no
  * arena has been destroyed since it was set; starts at 1, above a fresh
  * front's 0. */
-SICM_API uint64_t sicm_epoch_v1 = 1;
+SICM_API uint64_t sicm_epoch_v2 = 1;
 
 /* Caller holds arenas_lock. */
 static int arena_destroy_locked(sc_arena *a) {
@@ -148,7 +148,7 @@ static int arena_destroy_locked(sc_arena *a) {
   __atomic_store_n(&a->live_generation, 0, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&a->migrate_lock);
   /* Before the arena's memory goes: a front that still names it is stale. */
-  __atomic_fetch_add(&sicm_epoch_v1, 1, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&sicm_epoch_v2, 1, __ATOMIC_RELEASE);
   int rc = a->ops->close(a);
   int err = errno;
   sc_report_arena_gone(a);
@@ -252,6 +252,43 @@ static SC_TLS sicm_arena thread_default;
 /* The library's default arena of each node, created on first use. */
 static sicm_arena library_defaults[SC_NODES_MAX];
 static pthread_mutex_t library_defaults_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- fork ---- */
+
+/* In the order the code nests them: defaults, the table, then each
+ * record's migration and kind locks (a migration in progress finishes
+ * first).  jemalloc's own handlers take its locks after these. */
+void sc_arenas_fork_lock(void) {
+  pthread_mutex_lock(&library_defaults_lock);
+  pthread_mutex_lock(&arenas_lock);
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = sc_arena_slots[slot];
+    if (a != NULL) {
+      pthread_mutex_lock(&a->migrate_lock);
+      pthread_mutex_lock(&a->kind_lock);
+    }
+  }
+}
+
+/* window_lock is not taken around fork: the extent hooks take it inside
+ * jemalloc's locks, which jemalloc's handlers take after ours.  Its
+ * writers are excluded anyway (the hooks that take windows run under an
+ * arena's grow lock, which jemalloc holds across fork; migrations under
+ * migrate_lock); a reader of the parent may hold it, so the child makes
+ * it anew. */
+void sc_arenas_fork_unlock(int child) {
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = sc_arena_slots[slot];
+    if (a != NULL) {
+      pthread_mutex_unlock(&a->kind_lock);
+      pthread_mutex_unlock(&a->migrate_lock);
+      if (child)
+        pthread_mutex_init(&a->window_lock, NULL);
+    }
+  }
+  pthread_mutex_unlock(&arenas_lock);
+  pthread_mutex_unlock(&library_defaults_lock);
+}
 
 int sicm_arena_set_default(sicm_arena sa) {
   if (sa != NULL && sc_arena_resolve(sa) == NULL)

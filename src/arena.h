@@ -164,6 +164,10 @@ sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned
                               unsigned flags, int library_default);
 /* Destroys the library's default arenas; -1 with EBUSY if user arenas live. */
 int sc_arenas_release_all(void);
+/* Around fork() (init.c registers the handlers): takes every lock of the
+ * arena layer; releases them in the parent and the child. */
+void sc_arenas_fork_lock(void);
+void sc_arenas_fork_unlock(int child);
 
 /* ---- arena_window.c: address windows and the chunk -> arena table ---- */
 #define SC_CHUNK_COUNT ((size_t)1 << (SC_ADDRESS_BITS - SC_CHUNK_SHIFT))

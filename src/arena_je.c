@@ -162,20 +162,35 @@ static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t a
   return alloc_result(p, a, sz);
 }
 
+/* The class of the block that starts at ptr, or SC_CLASSES_MAX with
+ * EINVAL when no block can: no allocation ever started in its page (a tag
+ * is written by every one jemalloc hands out, so this covers the inside of
+ * large blocks too), or ptr is not placed as a block of that class starts.
+ * Never passed to jemalloc, which would fault on it.  A freed block, or an
+ * address inside a slab placed like a block start, cannot be told here. */
+static unsigned block_class(const void *ptr) {
+  unsigned cls = sc_page_class(ptr);
+  if (cls == SC_CLASSES_MAX || !sc_class_start_ok(cls, ptr)) {
+    sc_fail(EINVAL, "%p is inside an arena but not where an allocation starts", ptr);
+    return SC_CLASSES_MAX;
+  }
+  return cls;
+}
+
 static void private_free(sc_arena *a, uint64_t generation, void *ptr) {
+  unsigned cls = block_class(ptr);
+  if (cls == SC_CLASSES_MAX)
+    return;
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);
   int flag = cache ? cache->flag : MALLOCX_TCACHE_NONE;
-  unsigned cls = sc_page_class(ptr);
-  if (cls == SC_CLASSES_MAX)
-    je_dallocx(ptr, flag); /* jemalloc finds the size */
-  else if (cls >= sc_je_size_classes.nbins || cache == NULL)
+  if (cls >= sc_je_size_classes.nbins || cache == NULL)
     je_sdallocx(ptr, sc_je_size_classes.size[cls], flag);
   else
     sc_bin_push(cache, cls, ptr);
 }
 
 static void *private_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
-  if (size_check(sz) != 0)
+  if (size_check(sz) != 0 || block_class(ptr) == SC_CLASSES_MAX)
     return NULL;
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);
   int flags = alloc_flags(a, cache);
@@ -188,7 +203,9 @@ static void *private_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t
   return alloc_result(p, a, sz);
 }
 
-static size_t private_usable_size(sc_arena *a, const void *ptr) { return je_sallocx((void *)ptr, 0); }
+static size_t private_usable_size(sc_arena *a, const void *ptr) {
+  return block_class(ptr) == SC_CLASSES_MAX ? 0 : je_sallocx((void *)ptr, 0);
+}
 
 static size_t private_usable_for(sc_arena *a, size_t size, size_t align) {
   return je_nallocx(size, align ? MALLOCX_ALIGN(align) : 0);

@@ -52,7 +52,7 @@ extern SC_TLS int sc_je_hook_failed;
  * of their size class in the same arena; misses go to an explicit jemalloc
  * tcache of that thread and arena (jemalloc's default tcache would mix
  * arenas). */
-#define SC_BIN_CAP SICM_BIN_CAP_V1
+#define SC_BIN_CAP SICM_BIN_CAP_V2
 #define SC_BINS_MAX 64
 #define SC_BIN_LOOKUP_MAX 32768         /* classes above this are not binned (tcache_max) */
 
@@ -72,6 +72,10 @@ typedef struct sc_je_classes {
   size_t tagged_max;                   /* largest class a tag names; max if none past it */
   unsigned nclasses;
   size_t size[SC_CLASSES_MAX];         /* bytes of each class */
+  /* Bits that are 0 in the address of every block of each class: a slab's
+   * regions lie at multiples of the size from a page boundary, a large
+   * extent's start at a cache line (jemalloc's random offset). */
+  uint16_t start_mask[SC_CLASSES_MAX];
 } sc_je_classes;
 extern sc_je_classes sc_je_size_classes;
 
@@ -114,8 +118,13 @@ static inline unsigned sc_page_class(const void *p) {
   return v ? v - 1 : SC_CLASSES_MAX;
 }
 
+/* Whether p is placed as a block of class cls starts. */
+static inline int sc_class_start_ok(unsigned cls, const void *p) {
+  return ((uintptr_t)p & sc_je_size_classes.start_mask[cls]) == 0;
+}
+
 /* The bins are the public header's, which its inline fast path uses. */
-typedef sicm_bin_v1 sc_bin;
+typedef sicm_bin_v2 sc_bin;
 
 typedef struct sc_thread_cache {
   uint64_t generation;                 /* of the arena it was filled for */
@@ -158,9 +167,9 @@ static inline void sc_bin_push(sc_thread_cache *cache, unsigned b, void *ptr) {
 }
 
 /* ---- arena_je_fast.c ---- */
-/* This thread's front (sicm.h's sicm_front_v1, reached here through a
+/* This thread's front (sicm.h's sicm_front_v2, reached here through a
  * hidden name so that the library's accesses stay within the module). */
-extern SC_TLS sicm_front_v1_t sc_front;
+extern SC_TLS sicm_front_v2_t sc_front;
 
 /* ---- arena_je.c ---- */
 /* Adds a jemalloc arena with the kind's hooks to je's shards (the caller

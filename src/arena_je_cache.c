@@ -64,6 +64,8 @@ int sc_je_classes_init(void) {
     if (size % 8 != 0 || size <= prev)
       return sc_fail(EIO, "jemalloc's size class %u is %zu bytes: not a multiple of 8 "
                           "above the previous", i, size);
+    size_t start_align = i < nsmall ? size & -size : 64;
+    c.start_mask[c.nclasses] = (uint16_t)((start_align < 4096 ? start_align : 4096) - 1);
     c.size[c.nclasses++] = size;
     /* The bins serve the classes up to SC_BIN_LOOKUP_MAX, small or not;
      * larger ones go straight to jemalloc's tcache or extents. */
@@ -96,7 +98,7 @@ void sc_bin_push_full(sc_thread_cache *cache, unsigned b, void *ptr) {
 /* Thread exit: give back the bins and tcaches of arenas still alive. */
 static void thread_caches_exit(void *table) {
   sc_thread_cache **caches = table;
-  sc_front = (sicm_front_v1_t){0}; /* it points into the caches */
+  sc_front = (sicm_front_v2_t){0}; /* it points into the caches */
   for (unsigned slot = 0; slot < sc_thread_caches.cap; slot++) {
     sc_thread_cache *cache = caches[slot];
     if (cache == NULL)

@@ -8,15 +8,15 @@
  * so that the caller's inline path serves the next ones. */
 #include "arena_je.h"
 
-SC_TLS sicm_front_v1_t sc_front;
-extern SC_TLS sicm_front_v1_t sicm_front_v1
+SC_TLS sicm_front_v2_t sc_front;
+extern SC_TLS sicm_front_v2_t sicm_front_v2
     __attribute__((alias("sc_front"), visibility("default")));
 
 /* Makes the cache of the arena with handle h this thread's front; left
  * empty when the arena died meanwhile (the epoch is read first, so a
  * destroy after the check leaves the front stale, not wrong). */
 static void front_set(sc_arena *a, uintptr_t h, sc_thread_cache *cache) {
-  uint64_t epoch = __atomic_load_n(&sicm_epoch_v1, __ATOMIC_ACQUIRE);
+  uint64_t epoch = __atomic_load_n(&sicm_epoch_v2, __ATOMIC_ACQUIRE);
   if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != cache->generation)
     return;
   uintptr_t base = 0, size = 0;
@@ -28,14 +28,15 @@ static void front_set(sc_arena *a, uintptr_t h, sc_thread_cache *cache) {
     size = tags ? SC_CHUNK_SIZE : 0;
   }
   const sc_je_classes *c = &sc_je_size_classes;
-  sc_front = (sicm_front_v1_t){.arena = h, .epoch = epoch, .base = base, .size = size,
+  sc_front = (sicm_front_v2_t){.arena = h, .epoch = epoch, .base = base, .size = size,
                                .tags = tags, .max = c->max, .class_of = c->bin_of,
-                               .nbins = c->nbins, .bins = cache->bins};
+                               .nbins = c->nbins, .bins = cache->bins,
+                               .start_mask = c->start_mask};
 }
 
 static int front_is(uintptr_t h) {
   return sc_front.arena == h && sc_front.size != 0 &&
-         sc_front.epoch == __atomic_load_n(&sicm_epoch_v1, __ATOMIC_RELAXED);
+         sc_front.epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED);
 }
 
 void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
@@ -63,7 +64,7 @@ void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
 
 void sicm_free(void *ptr) {
   unsigned cls = sc_page_class(ptr);
-  if (cls < sc_je_size_classes.nbins) {
+  if (cls < sc_je_size_classes.nbins && sc_class_start_ok(cls, ptr)) {
     uintptr_t chunk = (uintptr_t)ptr >> SC_CHUNK_SHIFT;
     /* A chunk with tags holds whole private windows: never SC_CHUNK_PARTIAL. */
     unsigned slot = __atomic_load_n(&sc_chunk_owner[chunk], __ATOMIC_ACQUIRE) - 1u;

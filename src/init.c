@@ -1,8 +1,8 @@
 /* init.c: sicm_init and sicm_fini — the reference-counted lifetime of the
  * library state (state.c), the one path that builds and releases it.  It
  * sits above every layer: it reads the options, builds the devices, reads
- * jemalloc's size classes for the arenas, and releases the default arenas
- * at the end. */
+ * jemalloc's size classes for the arenas, releases the default arenas at
+ * the end, and registers the fork handlers that take every layer's locks. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 
 #include "arena_je.h"
 #include "config.h"
+#include "shared.h"
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned init_refs;
@@ -62,9 +63,42 @@ fail_topo:
   return -1;
 }
 
+/* fork(): a child must find no lock held by a thread it does not have.
+ * The handlers take the locks in the order the code nests them, outermost
+ * first.  jemalloc registered its own when it was loaded, so glibc runs
+ * ours before its prepare handler and after its parent and child ones:
+ * ours are taken outside jemalloc's, as in every call. */
+static void fork_prepare(void) {
+  pthread_mutex_lock(&init_lock);
+  sc_shared_fork_lock();
+  sc_arenas_fork_lock();
+}
+
+static void fork_parent(void) {
+  sc_arenas_fork_unlock(0);
+  sc_shared_fork_unlock();
+  pthread_mutex_unlock(&init_lock);
+}
+
+static void fork_child(void) {
+  sc_arenas_fork_unlock(1);
+  sc_shared_fork_unlock();
+  pthread_mutex_unlock(&init_lock);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static int fork_registered;
+
+static void fork_register(void) {
+  fork_registered = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
+}
+
 int sicm_init_with(unsigned flags) {
   if (flags & ~SICM_INIT_SHARE_TOPOLOGY)
     return sc_fail(EINVAL, "sicm_init_with: unknown flags 0x%x", flags & ~SICM_INIT_SHARE_TOPOLOGY);
+  pthread_once(&fork_once, fork_register);
+  if (!fork_registered)
+    return sc_fail(ENOMEM, "sicm_init: no memory to register the fork handlers");
   int rc = 0;
   pthread_mutex_lock(&init_lock);
   if (init_refs == 0) {

@@ -201,5 +201,9 @@ int sc_shm_check_locked(sc_shared_arena *s, sicm_heap_report *report);
  * 2 with the object sized and mapped, 3 with the heap laid out but the
  * magic not written.  -1: never. */
 void sc_shm_crash_in_create(int step);
+/* Around fork() (init.c registers the handlers): the attach lock, taken
+ * before the arena layer's. */
+void sc_shared_fork_lock(void);
+void sc_shared_fork_unlock(void);
 
 #endif /* SC_SHARED_H */

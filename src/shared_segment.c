@@ -354,6 +354,9 @@ static int header_read(int fd, const char *name, sc_shm_header *h, struct stat *
  * must get one mapping and one handle. */
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void sc_shared_fork_lock(void) { pthread_mutex_lock(&attach_lock); }
+void sc_shared_fork_unlock(void) { pthread_mutex_unlock(&attach_lock); }
+
 static sicm_arena attach_locked(int fd, const char *name) {
   sc_shm_header *copy = malloc(sizeof *copy);
   struct stat st;

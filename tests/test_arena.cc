@@ -4,8 +4,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <random>
 #include <set>
 #include <thread>
@@ -198,6 +202,52 @@ TEST_F(Arena, FreeOfAForeignPointerIsRejectedWithoutHarm) {
   EXPECT_STREQ("glibc owns this", heap);
   free(heap);  // still glibc's: no double free
   EXPECT_EQ(42, on_stack);
+}
+
+// Addresses of an arena where no allocation starts — inside a block, in a
+// page never handed out — are refused with EINVAL by free (inline and
+// called), realloc and usable_size, and never reach the allocator.
+TEST_F(Arena, AddressesWhereNoAllocationStartsAreEinval) {
+  sicm_arena a = Create();
+  char *small = (char *)sicm_arena_alloc(a, 64);
+  char *large = (char *)sicm_arena_alloc(a, 1 << 20);
+  ASSERT_NE(nullptr, small);
+  ASSERT_NE(nullptr, large);
+  memset(small, 's', 64);
+  memset(large, 'l', 1 << 20);
+  std::vector<char *> bad = {small + 8, small + 1, large + 1, large + 4096, large + (512 << 10)};
+  char *untouched = large + (1ul << 30); // inside the window, far past what was handed out
+  if (sicm_arena_lookup(untouched) == a) bad.push_back(untouched);
+  for (char *p : bad) {
+    ASSERT_EQ(a, sicm_arena_lookup(p));
+    errno = 0;
+    sicm_free(p);
+    EXPECT_EQ(EINVAL, errno) << "inline free of " << (void *)p;
+    errno = 0;
+    (sicm_free)(p);
+    EXPECT_EQ(EINVAL, errno) << "free of " << (void *)p;
+    errno = 0;
+    EXPECT_EQ(nullptr, sicm_realloc(p, 100));
+    EXPECT_EQ(EINVAL, errno) << "realloc of " << (void *)p;
+    errno = 0;
+    EXPECT_EQ(0u, sicm_usable_size(p));
+    EXPECT_EQ(EINVAL, errno) << "usable_size of " << (void *)p;
+  }
+  // Nothing was freed: no later allocation is handed a refused address,
+  // and the blocks kept their bytes.
+  std::set<char *> refused(bad.begin(), bad.end());
+  std::vector<void *> more;
+  for (int i = 0; i < 1000; i++) {
+    more.push_back(sicm_arena_alloc(a, 64));
+    EXPECT_EQ(0u, refused.count((char *)more.back()));
+  }
+  for (void *p : more) sicm_free(p);
+  for (int i = 0; i < 64; i++) ASSERT_EQ('s', small[i]);
+  for (int i = 0; i < (1 << 20); i += 4093) ASSERT_EQ('l', large[i]);
+  EXPECT_EQ(64u, sicm_usable_size(small));
+  sicm_free(small);
+  sicm_free(large);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
 TEST_F(Arena, DestroyedHandleIsStaleEvenWhenTheSlotIsReused) {
@@ -459,6 +509,55 @@ TEST_F(Arena, DestroyFlushesOtherThreadsCaches) {
   EXPECT_GE(st.allocated, 64u) << "the region did not come from b's allocator";
   sicm_free(from_b);
   EXPECT_EQ(0, sicm_arena_destroy(b));
+}
+
+// fork() while other threads create, fill, move and destroy arenas: each
+// child does all of that itself and exits; none hangs on a lock held by a
+// thread it does not have.
+TEST_F(Arena, ForkedChildrenUseArenasWhileThreadsWork) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < 3; t++)
+    workers.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      while (!stop.load()) {
+        sicm_arena a = sicm_arena_create(0, dev_);
+        if (a == nullptr) continue;
+        std::vector<void *> blocks;
+        for (int i = 0; i < 100; i++) blocks.push_back(sicm_arena_alloc(a, 16 + rng() % 200000));
+        sicm_arena_set_device(a, dev_);
+        for (void *b : blocks) sicm_free(b);
+        sicm_arena_destroy(a);
+      }
+    });
+  unsigned hung = 0, failed = 0;
+  for (int i = 0; i < 500 && hung + failed < 3; i++) { // a broken build stops early
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(10); // a hung child dies of SIGALRM and is counted
+      sicm_arena a = sicm_arena_create(0, dev_);
+      char *p = a ? (char *)sicm_arena_alloc(a, 1 << 20) : nullptr;
+      bool ok = p != nullptr;
+      if (ok) {
+        memset(p, 3, 1 << 20);
+        ok = sicm_arena_set_device(a, dev_) == 0 && p[12345] == 3;
+        sicm_free(p);
+        ok = sicm_arena_destroy(a) == 0 && ok;
+      }
+      _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(pid, waitpid(pid, &status, 0));
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+      hung++;
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      failed++;
+  }
+  stop = true;
+  for (auto &w : workers) w.join();
+  EXPECT_EQ(0u, hung);
+  EXPECT_EQ(0u, failed);
 }
 
 TEST_F(Arena, ListDevicesSizeAndStats) {
