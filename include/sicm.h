@@ -320,8 +320,10 @@ SICM_API int sicm_arena_destroy(sicm_arena sa);
  * object), or NULL with errno
  *   EINVAL  sa is not an arena, or sz is 0;
  *   ESTALE  sa was destroyed;
- *   ENOMEM  the arena would exceed its maxsize, sz is too large (e.g.
- *           SIZE_MAX), or memory is exhausted. */
+ *   ENOMEM  the arena would exceed its maxsize, sz is more than the
+ *           arena's devices could ever hold (their capacity — all memory
+ *           for SICM_ARENA_PREFERRED — plus swap; e.g. SIZE_MAX), or
+ *           memory is exhausted. */
 SICM_API void *sicm_arena_alloc(sicm_arena sa, size_t sz);
 
 /* As sicm_arena_alloc(), aligned to `align` bytes; EINVAL also when align
@@ -436,7 +438,8 @@ SICM_API int sicm_stats_print(FILE *out, unsigned flags);
 
 /* Where the arena's pages are: adds to bytes[n] the bytes of its resident
  * pages on node n, for n < nnodes (pages on higher nodes are not counted).
- * Returns 0, or -1 with errno EINVAL (bad handle, or bytes NULL),
+ * Returns 0, or -1 with errno EINVAL (bad handle, or bytes NULL even with
+ * nnodes 0),
  * ESTALE, or the errno of move_pages(2). */
 SICM_API int sicm_arena_residency(sicm_arena sa, size_t *bytes, size_t nnodes);
 

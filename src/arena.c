@@ -5,6 +5,7 @@
 #include <numaif.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 
 #include "arena.h"
 
@@ -91,6 +92,19 @@ int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
     out->policy = ndevs == 1 ? MPOL_PREFERRED : MPOL_PREFERRED_MANY;
   else
     out->policy = MPOL_BIND;
+  struct sysinfo si;
+  size_t swap = 0, ram = 0;
+  if (sysinfo(&si) == 0) {
+    swap = (size_t)si.totalswap * si.mem_unit;
+    ram = (size_t)si.totalram * si.mem_unit;
+  }
+  if (flags & SICM_ARENA_PREFERRED) {
+    out->capacity = ram;
+  } else {
+    for (unsigned i = 0; i < ndevs; i++)
+      out->capacity += devs[i]->capacity;
+  }
+  out->capacity += swap;
   return 0;
 }
 
@@ -106,7 +120,7 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   a->maxsize = config->maxsize;
   a->held = 0;
   a->library_default = config->library_default;
-  a->binding = *config->binding;
+  sc_arena_binding_set(a, config->binding);
   a->thp_advised = 0;
   a->migrated = 0;
   a->migrations_done = a->migrations_failed = a->migration_ns = a->migration_bytes = 0;

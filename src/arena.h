@@ -36,6 +36,9 @@ typedef struct sc_binding {
   sc_nodemask nodes;            /* nodes of the devices */
   unsigned ndevices;
   sicm_device *devices[SICM_ARENA_DEVICES_MAX];
+  /* The most an arena so bound can ever hold: its devices' capacity (all
+   * memory when it may fall back) plus swap. */
+  size_t capacity;
 } sc_binding;
 
 typedef struct sc_arena sc_arena;
@@ -79,6 +82,7 @@ struct sc_arena {
   size_t maxsize;               /* 0: unlimited */
   size_t held;                  /* atomic: bytes committed to it */
   sc_binding binding;           /* changed by migration under window_lock */
+  size_t capacity;              /* atomic: binding.capacity, for allocations to read */
   int thp_advised;              /* atomic: windows got MADV_HUGEPAGE for size */
   pthread_mutex_t window_lock;  /* windows and binding; never held on the fast path */
   unsigned nwindows;
@@ -96,6 +100,12 @@ struct sc_arena {
    * the process, so it is storage here, not a pointer to free. */
   unsigned char kind_data[SC_ARENA_KIND_DATA] __attribute__((aligned(64)));
 };
+
+/* Binds the record to b (window_lock held once the arena is live). */
+static inline void sc_arena_binding_set(sc_arena *a, const sc_binding *b) {
+  a->binding = *b;
+  __atomic_store_n(&a->capacity, b->capacity, __ATOMIC_RELAXED);
+}
 
 /* ---- arena_report.c: sicm_stats_print and SICM_STATS ---- */
 /* Adds a destroyed arena's migrations to the totals of the report. */

@@ -76,11 +76,17 @@ static int private_close(sc_arena *a) {
   return rc;
 }
 
-static int size_check(size_t sz) {
+/* A size no memory of the arena's devices could ever back is refused now,
+ * not left to the page faults that would meet the OOM killer. */
+static int size_check(const sc_arena *a, size_t sz) {
   if (sz == 0)
     return sc_fail(EINVAL, "size 0");
   if (sz > PTRDIFF_MAX)
     return sc_fail(ENOMEM, "size %zu is too large", sz);
+  size_t capacity = __atomic_load_n(&a->capacity, __ATOMIC_RELAXED);
+  if (sz > capacity)
+    return sc_fail(ENOMEM, "%zu bytes are more than the arena's devices hold (%zu, swap "
+                           "included)", sz, capacity);
   return 0;
 }
 
@@ -149,7 +155,7 @@ static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t a
     sc_bin *bin = &cache->bins[sc_size_class(sz)];
     return bin->count > 0 ? bin->slots[--bin->count] : sc_je_alloc_miss(a, cache, sz);
   }
-  if (size_check(sz) != 0)
+  if (size_check(a, sz) != 0)
     return NULL;
   int flags = alloc_flags(a, cache) | (align ? MALLOCX_ALIGN(align) : 0) |
               (zero ? MALLOCX_ZERO : 0);
@@ -190,7 +196,7 @@ static void private_free(sc_arena *a, uint64_t generation, void *ptr) {
 }
 
 static void *private_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
-  if (size_check(sz) != 0 || block_class(ptr) == SC_CLASSES_MAX)
+  if (size_check(a, sz) != 0 || block_class(ptr) == SC_CLASSES_MAX)
     return NULL;
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);
   int flags = alloc_flags(a, cache);

@@ -54,7 +54,7 @@ int sicm_arena_residency(sicm_arena sa, size_t *bytes, size_t nnodes) {
   sc_arena *a = sc_arena_resolve(sa);
   if (a == NULL)
     return -1;
-  if (bytes == NULL && nnodes > 0)
+  if (bytes == NULL)
     return sc_fail(EINVAL, "sicm_arena_residency: bytes is NULL");
   /* Pages only other processes touched count too. */
   if (a->ops->pages_map != NULL && a->ops->pages_map(a) != 0)

@@ -40,7 +40,7 @@ static uint64_t now_ns(void) {
 static void migrate_roll_back(sc_arena *a, const sc_binding *from, int huge) {
   sc_window windows[SC_WINDOWS_MAX];
   pthread_mutex_lock(&a->window_lock);
-  a->binding = *from;
+  sc_arena_binding_set(a, from);
   pthread_mutex_unlock(&a->window_lock);
   unsigned n = sc_window_snapshot(a, windows);
   sicm_migration_report back = {0};
@@ -68,7 +68,7 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
    * after the policy changed is already on the target. */
   pthread_mutex_lock(&a->window_lock);
   sc_binding from = a->binding;
-  a->binding = *to;
+  sc_arena_binding_set(a, to);
   pthread_mutex_unlock(&a->window_lock);
   unsigned n = sc_window_snapshot(a, windows);
   int rc = windows_bind(windows, n, to);

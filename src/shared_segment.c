@@ -466,7 +466,7 @@ static int shared_binding_load(sc_arena *a) {
     return -1;
   }
   pthread_mutex_lock(&a->window_lock);
-  a->binding = b;
+  sc_arena_binding_set(a, &b);
   pthread_mutex_unlock(&a->window_lock);
   return 0;
 }

@@ -72,6 +72,19 @@ inline std::string BuildPath(const std::string &rel) {
   return std::string(top ? top : ".") + "/" + rel;
 }
 
+// The process's address space and resident memory, in bytes (statm).
+struct Memory {
+  size_t address_space, resident;
+};
+inline Memory MemoryNow() {
+  std::ifstream statm("/proc/self/statm");
+  size_t size = 0, resident = 0;
+  statm >> size >> resident;
+  EXPECT_TRUE(statm.good()) << "cannot read /proc/self/statm";
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  return {size * page, resident * page};
+}
+
 }  // namespace sicm_test
 
 #endif

@@ -93,6 +93,15 @@ TEST_F(Arena, AllocationCallsRejectBadInput) {
       {ENOMEM, [](sicm_arena arena) { return sicm_arena_alloc(arena, SIZE_MAX); }, "SIZE_MAX"},
       {ENOMEM, [](sicm_arena arena) { return sicm_arena_alloc(arena, (size_t)1 << 62); },
        "beyond the address space"},
+      {ENOMEM, [](sicm_arena arena) { return sicm_arena_alloc(arena, (size_t)32 << 40); },
+       "32 TiB, more than the device and swap hold"},
+      {ENOMEM, [](sicm_arena arena) { return sicm_arena_calloc(arena, 1 << 20, 32 << 20); },
+       "calloc of 32 TiB"},
+      {ENOMEM, [](sicm_arena arena) {
+         void *p = sicm_arena_alloc(arena, 64), *q = sicm_realloc(p, (size_t)32 << 40);
+         sicm_free(p);
+         return q;
+       }, "realloc to 32 TiB"},
       {EINVAL, [](sicm_arena arena) { return sicm_arena_alloc_aligned(arena, 8, 3); },
        "alignment 3"},
       {EINVAL, [](sicm_arena arena) { return sicm_arena_alloc_aligned(arena, 8, 0); },
@@ -114,6 +123,8 @@ TEST_F(Arena, AllocationCallsRejectBadInput) {
   errno = 0; EXPECT_EQ(-1, sicm_arena_get_devices(a, nullptr, 1)); EXPECT_EQ(EINVAL, errno);
   errno = 0; EXPECT_EQ(-1, sicm_arena_stats_get(a, nullptr)); EXPECT_EQ(EINVAL, errno);
   errno = 0; EXPECT_EQ(-1, sicm_arena_residency(a, nullptr, 4)); EXPECT_EQ(EINVAL, errno);
+  errno = 0; EXPECT_EQ(-1, sicm_arena_residency(a, nullptr, 0)); EXPECT_EQ(EINVAL, errno);
+  EXPECT_LT(sicm_arena_size(a), (size_t)1 << 30) << "held counts only what was committed";
   errno = 0; EXPECT_EQ(-1, sicm_arenas_list(nullptr, 4)); EXPECT_EQ(EINVAL, errno);
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
@@ -449,13 +460,7 @@ size_t CountMappings() {
   return lines;
 }
 
-size_t ResidentBytes() {
-  FILE *f = fopen("/proc/self/statm", "r");
-  size_t size = 0, resident = 0;
-  EXPECT_EQ(2, fscanf(f, "%zu %zu", &size, &resident));
-  fclose(f);
-  return resident * (size_t)sysconf(_SC_PAGESIZE);
-}
+size_t ResidentBytes() { return sicm_test::MemoryNow().resident; }
 
 TEST_F(Arena, TenThousandCreateDestroyCyclesLeaveRssAndMappingsFlat) {
   auto cycle = [&] {
