@@ -29,7 +29,7 @@ static int private_open(sc_arena *a, void *arg) {
   sc_je_arena *je = sc_je_of(a);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   unsigned target = cpus < 1 ? 1 : cpus > SC_SHARDS_MAX ? SC_SHARDS_MAX : (unsigned)cpus;
-  if (a->maxsize != 0 && a->maxsize < SC_SHARDS_MIN_MAXSIZE)
+  if (sc_je_maxsize_small(a))
     target = 1;
   *je = (sc_je_arena){.arena = a, .shards_target = target};
   sc_je_hooks_init(&je->hooks);
@@ -56,6 +56,14 @@ int sc_je_shard_add(sc_je_arena *je) {
   snprintf(cmd, sizeof cmd, "arena.%u.oversize_threshold", index);
   size_t never = SIZE_MAX;
   je_mallctl(cmd, NULL, NULL, &never, sizeof never);
+  /* jemalloc grows its address space in steps that double; steps past
+   * maxsize take address space (and jemalloc's metadata for it) that the
+   * arena can never commit. */
+  if (je->arena->maxsize != 0) {
+    snprintf(cmd, sizeof cmd, "arena.%u.retain_grow_limit", index);
+    size_t limit = je->arena->maxsize;
+    je_mallctl(cmd, NULL, NULL, &limit, sizeof limit);
+  }
   je->shards[je->nshards] = index;
   __atomic_store_n(&je->nshards, je->nshards + 1, __ATOMIC_RELEASE); /* read by the hooks */
   return 0;

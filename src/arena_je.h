@@ -22,6 +22,15 @@
  * space; an arena with a smaller maxsize than this keeps one. */
 #define SC_SHARDS_MIN_MAXSIZE ((size_t)256 << 20)
 
+/* A thread caches at most 1/SC_CACHE_SHARE of a small maxsize arena. */
+#define SC_CACHE_SHARE 64
+
+/* An arena whose maxsize is small enough that what threads cache matters:
+ * one shard, small bins, no jemalloc tcache. */
+static inline int sc_je_maxsize_small(const sc_arena *a) {
+  return a->maxsize != 0 && a->maxsize < SC_SHARDS_MIN_MAXSIZE;
+}
+
 /* The kind's data in sc_arena.kind_data. */
 typedef struct sc_je_arena {
   extent_hooks_t hooks;         /* first: the hooks receive &hooks */

@@ -170,10 +170,10 @@ static unsigned shard_pick(sc_je_arena *je) {
   return best;
 }
 
-/* A new explicit tcache for the arena, registered for destroy, and a
- * shard, in *cache; NONE past jemalloc's limit of about 4094 caches
- * (correct, uncached). */
-static void tcache_create(sc_arena *a, sc_thread_cache *cache) {
+/* A shard and, when wanted, a new explicit tcache for the arena,
+ * registered for destroy, in *cache; NONE past jemalloc's limit of about
+ * 4094 caches (correct, uncached). */
+static void tcache_create(sc_arena *a, sc_thread_cache *cache, int want_tcache) {
   sc_je_arena *je = sc_je_of(a);
   cache->flag = MALLOCX_TCACHE_NONE;
   pthread_mutex_lock(&a->kind_lock);
@@ -189,7 +189,8 @@ static void tcache_create(sc_arena *a, sc_thread_cache *cache) {
   }
   unsigned id;
   size_t len = sizeof id;
-  if (je->ntcaches < je->tcache_cap && je_mallctl("tcache.create", &id, &len, NULL, 0) == 0) {
+  if (want_tcache && je->ntcaches < je->tcache_cap &&
+      je_mallctl("tcache.create", &id, &len, NULL, 0) == 0) {
     je->tcaches[je->ntcaches++] = id;
     cache->tcache = id;
     cache->flag = MALLOCX_TCACHE(id);
@@ -213,13 +214,19 @@ sc_thread_cache *sc_thread_cache_slow(sc_arena *a, uint64_t generation) {
   }
   /* A cache of a destroyed arena: its regions died with it; drop them. */
   memset(cache, 0, size);
+  /* A thread keeps at most 256 KiB of a class, and 8 to SC_BIN_CAP
+   * regions; in a small maxsize arena, 1/SC_CACHE_SHARE of maxsize in all
+   * and at least one region, and no jemalloc tcache behind the bins: what
+   * other threads cache counts against maxsize and only they can free it. */
+  int small = sc_je_maxsize_small(a);
+  size_t budget = small ? a->maxsize / SC_CACHE_SHARE / sc_je_size_classes.nbins : 256 << 10;
+  unsigned least = small ? 1 : 8;
   for (unsigned b = 0; b < sc_je_size_classes.nbins; b++) {
-    /* A thread keeps at most 256 KiB of a class, and 8 to SC_BIN_CAP regions. */
-    size_t limit = ((size_t)256 << 10) / sc_je_size_classes.size[b];
-    cache->bins[b].limit = limit < 8 ? 8 : limit > SC_BIN_CAP ? SC_BIN_CAP : (unsigned)limit;
+    size_t limit = budget / sc_je_size_classes.size[b];
+    cache->bins[b].limit = limit < least ? least : limit > SC_BIN_CAP ? SC_BIN_CAP : (unsigned)limit;
   }
   cache->generation = generation;
-  tcache_create(a, cache);
+  tcache_create(a, cache, !small);
   return cache;
 }
 

@@ -94,6 +94,12 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
   }
   if (*commit && !held_reserve(a, size))
     return NULL;
+  /* This call already failed to commit within maxsize.  jemalloc then
+   * grows its address space to try again, which would fail the same way
+   * and keep the new range, and its metadata, for ever: a range per
+   * refusal, without end.  The maxsize failure stays the call's cause. */
+  if (!*commit && sc_je_hook_failed == SC_HOOK_MAXSIZE)
+    return NULL;
   pthread_mutex_lock(&a->window_lock);
   void *p = sc_window_take(a, new_addr, size, alignment);
   pthread_mutex_unlock(&a->window_lock);
