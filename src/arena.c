@@ -124,7 +124,7 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   a->thp_advised = 0;
   a->migrated = 0;
   a->migrations_done = a->migrations_failed = a->migration_ns = a->migration_bytes = 0;
-  a->owner = NULL;
+  a->pool = NULL;
   if (a->ops->open(a, config->kind_arg) != 0) {
     int err = errno;
     sc_window_release_all(a);
@@ -222,16 +222,10 @@ sicm_arena sicm_arena_lookup(const void *ptr) {
   return a ? sc_arena_handle(a, generation) : NULL;
 }
 
-void sc_arena_set_owner(sicm_arena sa, void *owner) {
+void sc_arena_set_pool(sicm_arena sa, sc_pool *pool) {
   sc_arena *a = sc_arena_resolve(sa);
   if (a != NULL)
-    __atomic_store_n(&a->owner, owner, __ATOMIC_RELEASE);
-}
-
-void *sc_arena_owner_of(const void *ptr) {
-  uint64_t generation;
-  sc_arena *a = sc_arena_of_ptr(ptr, &generation);
-  return a ? __atomic_load_n(&a->owner, __ATOMIC_ACQUIRE) : NULL;
+    __atomic_store_n(&a->pool, pool, __ATOMIC_RELEASE);
 }
 
 size_t sicm_arena_size(sicm_arena sa) {

@@ -43,6 +43,14 @@ typedef struct sc_binding {
 
 typedef struct sc_arena sc_arena;
 
+/* What the arenas of one allocator may hand out together (OpenMP's
+ * pool_size): the usable bytes of their live blocks, counted by every
+ * entry point that allocates, resizes or frees, whichever the caller used. */
+typedef struct sc_pool {
+  size_t size;                  /* 0: unlimited */
+  size_t used;                  /* atomic */
+} sc_pool;
+
 /* What a kind of arena does.  Functions that can fail follow base.h's
  * convention; `generation` is the handle generation the caller resolved. */
 typedef struct sc_arena_ops {
@@ -88,7 +96,7 @@ struct sc_arena {
   unsigned nwindows;
   sc_window windows[SC_WINDOWS_MAX];
   pthread_mutex_t migrate_lock; /* one migration at a time; destroy waits for it */
-  void *owner;                  /* the sicm_allocator the arena serves, or NULL */
+  sc_pool *pool;                /* its allocator's pool, or NULL */
   /* Guards kind_data against threads that reach it outside a call on the
    * arena (a thread exit flushing its caches); lives as long as the record. */
   pthread_mutex_t kind_lock;
@@ -156,13 +164,10 @@ static inline sc_arena *sc_arena_resolve(sicm_arena sa) {
 /* The handle of the first live arena for which match() returns 1, under
  * the arenas lock; NULL if none. */
 sicm_arena sc_arena_find(int (*match)(const sc_arena *a, const void *arg), const void *arg);
-/* The usable size an allocation of size bytes (align: 0 or a power of two)
- * would get from the arena; 0 with errno if none can be made. */
-size_t sc_arena_usable_for(sicm_arena sa, size_t size, size_t align);
-/* The allocator (intent_allocator.c) an arena serves: set once after creation. */
-void sc_arena_set_owner(sicm_arena sa, void *owner);
-/* The owner of the live arena holding ptr, or NULL. */
-void *sc_arena_owner_of(const void *ptr);
+/* Makes a new arena count its blocks in `pool` (before its first
+ * allocation).  Its blocks then bypass the thread caches, so that each
+ * returns to the pool when it is freed. */
+void sc_arena_set_pool(sicm_arena sa, sc_pool *pool);
 /* arena_alloc.c: sicm_arena_alloc and sicm_free for every kind; the
  * entry points (arena_je_fast.c) call them when the private kind's thread
  * caches cannot serve. */

@@ -1,22 +1,83 @@
 /* arena_alloc.c: the allocation entry points.  Each resolves the arena —
  * from the handle, or from the pointer through the window table — and
- * calls its kind's operation.  sicm_arena_alloc and sicm_free first try
- * the private kind's thread caches (arena_je_fast.c) and come here when
- * those cannot serve. */
+ * calls its kind's operation, counting the block in the arena's pool when
+ * it has one.  sicm_arena_alloc and sicm_free first try the private kind's
+ * thread caches (arena_je_fast.c) and come here when those cannot serve. */
 #include <errno.h>
 
 #include "arena.h"
 
+/* ---- pools ---- */
+
+static int pool_take(sc_pool *pool, size_t bytes) {
+  size_t used = __atomic_load_n(&pool->used, __ATOMIC_RELAXED);
+  do {
+    if (pool->size != 0 && (used + bytes > pool->size || used + bytes < used))
+      return sc_fail(ENOMEM, "the allocator's pool of %zu bytes has %zu in use: %zu more do "
+                             "not fit", pool->size, used, bytes);
+  } while (!__atomic_compare_exchange_n(&pool->used, &used, used + bytes, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+  return 0;
+}
+
+static void pool_give(sc_pool *pool, size_t bytes) {
+  __atomic_fetch_sub(&pool->used, bytes, __ATOMIC_RELAXED);
+}
+
+static void *alloc_counted(sc_arena *a, uint64_t generation, size_t sz, size_t align, int zero) {
+  sc_pool *pool = __atomic_load_n(&a->pool, __ATOMIC_ACQUIRE);
+  if (pool == NULL)
+    return a->ops->alloc(a, generation, sz, align, zero);
+  size_t usable = a->ops->usable_for(a, sz, align);
+  if (usable == 0) /* no class holds sz: the kind says why */
+    return a->ops->alloc(a, generation, sz, align, zero);
+  if (pool_take(pool, usable) != 0)
+    return NULL;
+  void *p = a->ops->alloc(a, generation, sz, align, zero);
+  if (p == NULL)
+    pool_give(pool, usable);
+  return p;
+}
+
+/* A resize takes the growth from the pool first, and settles on the
+ * block's usable size after. */
+static void *realloc_counted(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
+  sc_pool *pool = __atomic_load_n(&a->pool, __ATOMIC_ACQUIRE);
+  if (pool == NULL)
+    return a->ops->realloc(a, generation, ptr, sz);
+  size_t old = a->ops->usable_size(a, ptr);
+  if (old == 0)
+    return NULL; /* EINVAL: not a block */
+  size_t want = a->ops->usable_for(a, sz, 0);
+  size_t grow = want > old ? want - old : 0;
+  if (grow != 0 && pool_take(pool, grow) != 0)
+    return NULL;
+  void *p = a->ops->realloc(a, generation, ptr, sz);
+  if (p == NULL) {
+    if (grow != 0)
+      pool_give(pool, grow);
+    return NULL;
+  }
+  size_t counted = old + grow, now = a->ops->usable_size(a, p);
+  if (now < counted)
+    pool_give(pool, counted - now);
+  else if (now > counted)
+    __atomic_fetch_add(&pool->used, now - counted, __ATOMIC_RELAXED);
+  return p;
+}
+
+/* ---- entry points ---- */
+
 void *sc_arena_alloc_any(sicm_arena sa, size_t sz) {
   sc_arena *a = sc_arena_resolve(sa);
-  return a ? a->ops->alloc(a, sc_handle_generation(sa), sz, 0, 0) : NULL;
+  return a ? alloc_counted(a, sc_handle_generation(sa), sz, 0, 0) : NULL;
 }
 
 void *sicm_arena_alloc_aligned(sicm_arena sa, size_t sz, size_t align) {
   if (align == 0 || (align & (align - 1)) != 0)
     return sc_fail_null(EINVAL, "alignment %zu is not a power of two", align);
   sc_arena *a = sc_arena_resolve(sa);
-  return a ? a->ops->alloc(a, sc_handle_generation(sa), sz, align, 0) : NULL;
+  return a ? alloc_counted(a, sc_handle_generation(sa), sz, align, 0) : NULL;
 }
 
 void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz) {
@@ -24,7 +85,7 @@ void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz) {
   if (__builtin_mul_overflow(n, sz, &total))
     return sc_fail_null(ENOMEM, "calloc of %zu x %zu bytes overflows", n, sz);
   sc_arena *a = sc_arena_resolve(sa);
-  return a ? a->ops->alloc(a, sc_handle_generation(sa), total, 0, 1) : NULL;
+  return a ? alloc_counted(a, sc_handle_generation(sa), total, 0, 1) : NULL;
 }
 
 /* The live arena owning ptr and its generation; NULL with EINVAL if none. */
@@ -38,7 +99,7 @@ void *sicm_realloc(void *ptr, size_t sz) {
     return sicm_alloc(sz);
   uint64_t generation;
   sc_arena *a = owner_of(ptr, &generation);
-  return a ? a->ops->realloc(a, generation, ptr, sz) : NULL;
+  return a ? realloc_counted(a, generation, ptr, sz) : NULL;
 }
 
 void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz) {
@@ -50,7 +111,7 @@ void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz) {
   uint64_t generation;
   if (owner_of(ptr, &generation) != a)
     return sc_fail_null(EINVAL, "%p does not belong to this arena", ptr);
-  return a->ops->realloc(a, generation, ptr, sz);
+  return realloc_counted(a, generation, ptr, sz);
 }
 
 void sc_free_any(void *ptr) {
@@ -58,19 +119,22 @@ void sc_free_any(void *ptr) {
     return;
   uint64_t generation;
   sc_arena *a = owner_of(ptr, &generation);
-  if (a != NULL)
-    a->ops->free(a, generation, ptr);
+  if (a == NULL)
+    return;
+  sc_pool *pool = __atomic_load_n(&a->pool, __ATOMIC_ACQUIRE);
+  if (pool != NULL) {
+    size_t usable = a->ops->usable_size(a, ptr);
+    if (usable == 0)
+      return; /* EINVAL: not a block */
+    pool_give(pool, usable);
+  }
+  a->ops->free(a, generation, ptr);
 }
 
 size_t sicm_usable_size(const void *ptr) {
   uint64_t generation;
   sc_arena *a = owner_of(ptr, &generation);
   return a ? a->ops->usable_size(a, ptr) : 0;
-}
-
-size_t sc_arena_usable_for(sicm_arena sa, size_t size, size_t align) {
-  sc_arena *a = sc_arena_resolve(sa);
-  return a ? a->ops->usable_for(a, size, align) : 0;
 }
 
 void *sicm_alloc(size_t sz) {

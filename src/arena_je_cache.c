@@ -202,7 +202,9 @@ static void tcache_create(sc_arena *a, sc_thread_cache *cache, int want_tcache) 
 /* A miss is no failure: without a cache the arena serves uncached
  * (MALLOCX_TCACHE_NONE), so none of these report an error. */
 sc_thread_cache *sc_thread_cache_slow(sc_arena *a, uint64_t generation) {
-  if (thread_table_reserve(a->slot) != 0)
+  /* A pool counts each block until it is freed: none may wait in a bin. */
+  if (__atomic_load_n(&a->pool, __ATOMIC_ACQUIRE) != NULL ||
+      thread_table_reserve(a->slot) != 0)
     return NULL;
   sc_thread_cache *cache = sc_thread_caches.caches[a->slot];
   size_t size = sizeof *cache + sc_je_size_classes.nbins * sizeof cache->bins[0];

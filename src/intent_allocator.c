@@ -12,8 +12,7 @@
 struct sicm_allocator {
   sicm_memspace space;
   size_t alignment;             /* 0: none */
-  size_t pool_size;             /* 0: unlimited */
-  size_t pool_used;             /* atomic: usable bytes handed out from the arenas */
+  sc_pool pool;                 /* of its arenas, counted by the arena layer */
   uintptr_t fallback;
   sicm_allocator *fb_data;
   uintptr_t partition;
@@ -112,7 +111,7 @@ static int trait_apply(sicm_allocator *a, const sicm_alloctrait *t) {
     if (v == SICM_ATV_DEFAULT)
       return 0;
     if (v != 0) {
-      a->pool_size = v;
+      a->pool.size = v;
       return 0;
     }
     return sc_fail(EINVAL, "pool size 0");
@@ -182,7 +181,7 @@ static int allocator_make_arenas(sicm_allocator *a) {
     a->narenas = 1;
   }
   for (unsigned i = 0; i < a->narenas; i++)
-    sc_arena_set_owner(a->arenas[i], a);
+    sc_arena_set_pool(a->arenas[i], &a->pool);
   return 0;
 }
 
@@ -282,16 +281,6 @@ static int devices_have_room(const sicm_allocator *a, unsigned arena, size_t siz
   return room >= size + ROOM_MARGIN;
 }
 
-static int pool_reserve(sicm_allocator *a, size_t bytes) {
-  size_t used = __atomic_load_n(&a->pool_used, __ATOMIC_RELAXED);
-  do {
-    if (a->pool_size && (used + bytes > a->pool_size || used + bytes < used))
-      return 0;
-  } while (!__atomic_compare_exchange_n(&a->pool_used, &used, used + bytes, 1, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED));
-  return 1;
-}
-
 /* From the allocator's own arenas, or NULL (the caller falls back). */
 static void *allocator_own(sicm_allocator *a, size_t size, size_t align) {
   if (a->narenas == 0)
@@ -299,14 +288,8 @@ static void *allocator_own(sicm_allocator *a, size_t size, size_t align) {
   unsigned i = arena_for_thread(a);
   if (size >= ROOM_CHECK_MIN && !devices_have_room(a, i, size))
     return NULL;
-  size_t usable = sc_arena_usable_for(a->arenas[i], size, align);
-  if (usable == 0 || !pool_reserve(a, usable))
-    return NULL;
-  void *p = align ? sicm_arena_alloc_aligned(a->arenas[i], size, align)
-                  : sicm_arena_alloc(a->arenas[i], size);
-  if (p == NULL)
-    __atomic_fetch_sub(&a->pool_used, usable, __ATOMIC_RELAXED);
-  return p;
+  return align ? sicm_arena_alloc_aligned(a->arenas[i], size, align)
+               : sicm_arena_alloc(a->arenas[i], size);
 }
 
 static void *allocator_alloc(sicm_allocator *a, size_t size, size_t align, unsigned depth) {
@@ -359,14 +342,7 @@ void *sicm_allocator_calloc(sicm_allocator *a, size_t n, size_t size) {
   return p;
 }
 
-void sicm_allocator_free(sicm_allocator *a, void *ptr) {
-  if (ptr == NULL)
-    return;
-  sicm_allocator *owner = sc_arena_owner_of(ptr);
-  if (owner != NULL)
-    __atomic_fetch_sub(&owner->pool_used, sicm_usable_size(ptr), __ATOMIC_RELAXED);
-  sicm_free(ptr);
-}
+void sicm_allocator_free(sicm_allocator *a, void *ptr) { sicm_free(ptr); }
 
 void *sicm_allocator_realloc(sicm_allocator *a, void *ptr, size_t size) {
   if (ptr == NULL)
@@ -378,6 +354,6 @@ void *sicm_allocator_realloc(sicm_allocator *a, void *ptr, size_t size) {
   if (p == NULL)
     return NULL;
   memcpy(p, ptr, old < size ? old : size);
-  sicm_allocator_free(NULL, ptr);
+  sicm_free(ptr);
   return p;
 }

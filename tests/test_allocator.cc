@@ -107,6 +107,58 @@ TEST_F(Allocator, NullFallbackReturnsNullWhenThePoolIsFull) {
   EXPECT_EQ(0, sicm_allocator_destroy(a));
 }
 
+// Whichever call frees or resizes a pool's block, the pool gets its bytes
+// back: 16 rounds of (allocate 64 KiB, give it back) through each entry
+// point leave the 1 MiB pool as it was, and it still holds 12 such blocks
+// at once (not more: 15 x 64 KiB and their rounding would not fit).
+TEST_F(Allocator, EveryFreeAndResizeGivesThePoolItsBytesBack) {
+  sicm_allocator *a = PoolOf1MiB(SICM_ATV_NULL_FB);
+  ASSERT_NE(nullptr, a);
+  sicm_arena own;
+  ASSERT_EQ(1, sicm_allocator_arenas(a, &own, 1));
+  struct { const char *how; void (*give_back)(sicm_allocator *, sicm_arena, void *); } ways[] = {
+      {"sicm_allocator_free", [](sicm_allocator *al, sicm_arena, void *p) { sicm_allocator_free(al, p); }},
+      {"sicm_allocator_free(NULL)", [](sicm_allocator *, sicm_arena, void *p) { sicm_allocator_free(nullptr, p); }},
+      {"sicm_free", [](sicm_allocator *, sicm_arena, void *p) { sicm_free(p); }},
+      {"sicm_free, called", [](sicm_allocator *, sicm_arena, void *p) { (sicm_free)(p); }},
+      {"sicm_realloc smaller, then sicm_free", [](sicm_allocator *, sicm_arena, void *p) {
+         void *q = sicm_realloc(p, 100);
+         ASSERT_NE(nullptr, q);
+         sicm_free(q);
+       }},
+      {"sicm_arena_realloc larger, then sicm_free", [](sicm_allocator *, sicm_arena arena, void *p) {
+         void *q = sicm_arena_realloc(arena, p, 128 << 10);
+         ASSERT_NE(nullptr, q);
+         sicm_free(q);
+       }},
+      {"sicm_allocator_realloc, then sicm_allocator_free", [](sicm_allocator *al, sicm_arena, void *p) {
+         void *q = sicm_allocator_realloc(al, p, 32 << 10);
+         ASSERT_NE(nullptr, q);
+         sicm_allocator_free(al, q);
+       }},
+  };
+  for (auto &way : ways) {
+    for (int i = 0; i < 16; i++) {
+      void *p = sicm_allocator_alloc(a, 64 << 10);
+      ASSERT_NE(nullptr, p) << way.how << ", round " << i << ": " << sicm_error_detail();
+      way.give_back(a, own, p);
+    }
+  }
+  // Allocations made straight from the arena count too.
+  void *direct = sicm_arena_alloc(own, 64 << 10);
+  ASSERT_NE(nullptr, direct);
+  sicm_free(direct);
+  std::vector<void *> held;
+  for (void *p; (p = sicm_allocator_alloc(a, 64 << 10)) != nullptr;) held.push_back(p);
+  EXPECT_EQ(ENOMEM, errno);
+  EXPECT_GE(held.size(), 12u);
+  EXPECT_LE(held.size(), 16u);
+  void *over = sicm_arena_alloc(own, 64 << 10);
+  EXPECT_EQ(nullptr, over) << "the arena's own calls respect the pool";
+  for (void *p : held) sicm_free(p);
+  EXPECT_EQ(0, sicm_allocator_destroy(a));
+}
+
 TEST_F(Allocator, DefaultMemFallbackUsesDefaultMemory) {
   sicm_allocator *a = PoolOf1MiB(SICM_ATV_DEFAULT_MEM_FB);
   void *x = sicm_allocator_alloc(a, 900 << 10), *y = sicm_allocator_alloc(a, 900 << 10);
