@@ -481,12 +481,27 @@ typedef struct sicm_migration_report {
  * (SICM_ARENA_HUGEPAGES, or any arena past 64 MiB not created with
  * SICM_ARENA_NOHUGEPAGES) are moved by several threads (see
  * sicm_migrate_set_threads()), at most one per 64 MiB; others by the
- * calling thread alone.  Returns 0 when every page is on the target, or -1
- * with errno, having moved every page back to where the arena was bound
- * before:
+ * calling thread alone.
+ *
+ * A move never leads the process to the OOM killer.  Before anything
+ * moves, the arena gives back the free pages it keeps, and a strict target
+ * must have free memory for the resident pages not on it yet plus a margin
+ * of 32 MiB and 1/16 of those bytes (for the system, and for what other
+ * threads allocate meanwhile); otherwise the call fails with ENOMEM at
+ * once, changing nothing.  While pages move, the arena's binding only
+ * prefers the target, so pages other threads touch meanwhile fall back to
+ * other nodes when the target is full; those are moved after, and the
+ * binding becomes strict.  Once the move succeeded, the arena is strictly
+ * bound: allocating more than the target holds then meets the kernel's
+ * handling of a full node, as any strictly bound memory does (an arena
+ * created with SICM_ARENA_PREFERRED falls back instead).
+ *
+ * Returns 0 when every page is on the target, or -1 with errno, having
+ * moved every page back to where the arena was bound before:
  *   EINVAL  bad handle or device (as sicm_arena_create());
  *   ESTALE  the arena was destroyed;
- *   ENOMEM  the target lacks free memory for the arena's pages;
+ *   ENOMEM  the target lacks free memory for the arena's pages (checked
+ *           before the move, as above, or found during it);
  *   EIO     some pages could not be moved (pinned or busy);
  *   EPERM   pages mapped by several processes need CAP_SYS_NICE.
  * Migrations of one shared arena are serialized across every process

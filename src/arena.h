@@ -250,6 +250,12 @@ void sc_window_advise_huge(sc_arena *a);
 /* A consistent copy of the arena's windows; returns how many. */
 unsigned sc_window_snapshot(sc_arena *a, sc_window *out);
 
+/* ---- arena_stats.c ---- */
+/* Adds the bytes of the windows' resident pages on node n to bytes[n], for
+ * n < nnodes: the cost follows the resident pages, not the used range.
+ * 0, or -1 with errno. */
+int sc_windows_residency(const sc_window *w, unsigned n, size_t *bytes, size_t nnodes);
+
 /* ---- migrate_move.c ---- */
 /* Moves the resident pages of the windows' used parts to `to` (their
  * policy is the caller's); strict: a page left elsewhere is a failure;

@@ -30,9 +30,7 @@ static int residency_flush(sc_page_list *l, void *ctx) {
   return 0;
 }
 
-/* Counts the resident pages of the windows per node into bytes: the cost
- * follows the resident pages, not the used range. */
-static int windows_residency(const sc_window *w, unsigned n, size_t *bytes, size_t nnodes) {
+int sc_windows_residency(const sc_window *w, unsigned n, size_t *bytes, size_t nnodes) {
   size_t most = 0;
   for (unsigned i = 0; i < n; i++)
     most += w[i].used / sc_page_size();
@@ -61,7 +59,7 @@ int sicm_arena_residency(sicm_arena sa, size_t *bytes, size_t nnodes) {
     return -1;
   sc_window windows[SC_WINDOWS_MAX];
   unsigned n = sc_window_snapshot(a, windows);
-  return windows_residency(windows, n, bytes, nnodes);
+  return sc_windows_residency(windows, n, bytes, nnodes);
 }
 
 int sicm_node_of_ptr(const void *ptr) {

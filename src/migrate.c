@@ -2,13 +2,17 @@
  * the background — with rollback on failure and a report.
  *
  * An arena's data pages all lie in its windows (jemalloc's metadata for it
- * does not: see arena_je_hooks.c).  A migration first records the new
- * binding (windows reserved meanwhile get it) and re-binds each window with
- * mbind and no MOVE flag, so every page touched from then on faults in on
- * the target; then it moves the pages already resident in the used part of
- * the windows (migrate_move.c). */
+ * does not: see arena_je_hooks.c).  A migration first checks that a strict
+ * target has room for what it will receive, then records the new binding
+ * (windows reserved meanwhile get it) and re-binds each window with mbind
+ * and no MOVE flag, so every page touched from then on faults in on the
+ * target — preferred, not strict, until the move is over, so that a full
+ * target makes those pages fall back rather than call the OOM killer; then
+ * it moves the pages already resident in the used part of the windows
+ * (migrate_move.c), and any that fell back meanwhile. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <numa.h>
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,74 @@ static int windows_bind(const sc_window *w, unsigned n, const sc_binding *to) {
       return sc_fail(errno, "mbind of the arena's windows to the target failed: %s",
                      strerror(errno));
   return 0;
+}
+
+/* Free memory the target must keep beyond the bytes a move brings: for
+ * the system and for what other threads allocate while pages move. */
+static size_t room_margin(size_t bytes) { return ((size_t)32 << 20) + bytes / 16; }
+
+static long long nodes_free(const sc_binding *b) {
+  long long total = 0;
+  for (unsigned i = 0; i < b->ndevices; i++) {
+    long long node_free = 0;
+    if (numa_node_size64(b->devices[i]->node, &node_free) >= 0)
+      total += node_free;
+  }
+  return total;
+}
+
+/* A strict target must have room for the resident pages that are not on
+ * it yet: a page the kernel cannot place there is reclaimed for, then the
+ * OOM killer is called.  Counting resident pages is cheap; only when they
+ * do not fit are those already on the target counted (a page query each).
+ * 0, or -1 with ENOMEM. */
+static int target_room_check(sc_arena *a, const sc_binding *to) {
+  sc_window w[SC_WINDOWS_MAX];
+  unsigned n = sc_window_snapshot(a, w);
+  size_t resident = 0;
+  for (unsigned i = 0; i < n; i++) {
+    long pages = sc_resident_pages(w[i].base, w[i].used, NULL);
+    if (pages < 0)
+      return -1;
+    resident += (size_t)pages * sc_page_size();
+  }
+  long long avail = nodes_free(to);
+  if (avail >= (long long)(resident + room_margin(resident)))
+    return 0;
+  size_t *per_node = calloc(SC_NODES_MAX, sizeof *per_node);
+  if (per_node == NULL)
+    return sc_fail(ENOMEM, "out of memory checking the target's room");
+  size_t to_move = resident;
+  if (sc_windows_residency(w, n, per_node, SC_NODES_MAX) == 0)
+    for (unsigned i = 0; i < to->ndevices; i++)
+      to_move -= per_node[to->devices[i]->node] < to_move ? per_node[to->devices[i]->node]
+                                                          : to_move;
+  free(per_node);
+  if (avail >= (long long)(to_move + room_margin(to_move)))
+    return 0;
+  return sc_fail(ENOMEM, "the target devices have %lld bytes free: the arena's %zu bytes not on "
+                         "them yet, with a margin of %zu, do not fit",
+                 avail, to_move, room_margin(to_move));
+}
+
+/* NUMA_FOREIGN of the target nodes: pages meant for them that the kernel
+ * placed elsewhere (system-wide, so it may move for other reasons too). */
+static unsigned long long nodes_foreign(const sc_binding *b) {
+  unsigned long long total = 0;
+  for (unsigned i = 0; i < b->ndevices; i++) {
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/node/node%d/numastat", b->devices[i]->node);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+      return ~0ull; /* unknown: the caller checks the pages */
+    char key[32];
+    unsigned long long v;
+    while (fscanf(f, "%31s %llu", key, &v) == 2)
+      if (strcmp(key, "numa_foreign") == 0)
+        total += v;
+    fclose(f);
+  }
+  return total;
 }
 
 static uint64_t now_ns(void) {
@@ -63,23 +135,58 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
     report->error = errno;
     return -1;
   }
-  /* New binding first (windows reserved from now on get it), then the
-   * windows' policy, then a snapshot of what is used: every page touched
-   * after the policy changed is already on the target. */
-  pthread_mutex_lock(&a->window_lock);
-  sc_binding from = a->binding;
-  sc_arena_binding_set(a, to);
-  pthread_mutex_unlock(&a->window_lock);
-  unsigned n = sc_window_snapshot(a, windows);
-  int rc = windows_bind(windows, n, to);
-  n = sc_window_snapshot(a, windows);
   /* Preferred placement may leave pages elsewhere; only binding is strict. */
   int strict = to->policy == MPOL_BIND || to->policy == MPOL_INTERLEAVE;
   int huge = (a->flags & SICM_ARENA_HUGEPAGES) || __atomic_load_n(&a->thp_advised, __ATOMIC_RELAXED);
-  if (rc == 0)
-    rc = sc_pages_move(windows, n, to, strict, huge, a->ops->move_flag, cancel, report);
+  sc_binding from = a->binding;
+  int rc = strict ? target_room_check(a, to) : 0;
   int err = rc ? errno : 0;
-  if (rc != 0) {
+  int rolled = 0;
+  if (rc == 0) {
+    /* New binding first (windows reserved from now on get it), then the
+     * windows' policy, then a snapshot of what is used: every page touched
+     * after the policy changed is already on the target.  While pages
+     * move, a strict binding to one set of nodes is only preferred: what
+     * other threads touch meanwhile falls back when the target is full
+     * instead of meeting the OOM killer, and is moved after. */
+    sc_binding during = *to;
+    if (to->policy == MPOL_BIND)
+      during.policy = to->ndevices == 1 ? MPOL_PREFERRED : MPOL_PREFERRED_MANY;
+    unsigned long long foreign = nodes_foreign(to);
+    pthread_mutex_lock(&a->window_lock);
+    sc_arena_binding_set(a, &during);
+    pthread_mutex_unlock(&a->window_lock);
+    unsigned n = sc_window_snapshot(a, windows);
+    rc = windows_bind(windows, n, &during);
+    n = sc_window_snapshot(a, windows);
+    if (rc == 0)
+      rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, cancel, report);
+    if (rc == 0 && during.policy != to->policy) {
+      /* Pages that fell back while they moved (none unless the target
+       * filled up, or another process's page missed these nodes) move
+       * while the binding still lets what is touched meanwhile fall back;
+       * then the binding is made strict, and what fell back in between
+       * moves last. */
+      unsigned long long now = nodes_foreign(to);
+      if (now != foreign) {
+        foreign = now;
+        n = sc_window_snapshot(a, windows);
+        rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, cancel, report);
+      }
+      if (rc == 0) {
+        pthread_mutex_lock(&a->window_lock);
+        sc_arena_binding_set(a, to);
+        pthread_mutex_unlock(&a->window_lock);
+        n = sc_window_snapshot(a, windows);
+        rc = windows_bind(windows, n, to);
+      }
+      if (rc == 0 && nodes_foreign(to) != foreign)
+        rc = sc_pages_move(windows, n, to, strict, huge, a->ops->move_flag, cancel, report);
+    }
+    err = rc ? errno : 0;
+    rolled = rc != 0;
+  }
+  if (rolled) {
     char cause[256];
     snprintf(cause, sizeof cause, "%s", sicm_error_detail());
     migrate_roll_back(a, &from, huge);

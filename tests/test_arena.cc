@@ -200,6 +200,38 @@ TEST_F(Arena, LookupFindsEveryByteAndNothingElse) {
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
+// Lookups of addresses whose arenas are being created and destroyed by
+// another thread never fault and name either no arena or the live one
+// there (ThreadSanitizer runs this suite in CI).
+TEST_F(Arena, LookupsRacingCreateAndDestroyAreSafe) {
+  std::atomic<char *> last{nullptr};
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> found{0};
+  std::thread looker([&] {
+    while (!stop.load()) {
+      char *p = last.load();
+      sicm_arena owner = p ? sicm_arena_lookup(p) : nullptr;
+      if (owner != nullptr) {
+        found++;
+        (void)sicm_arena_size(owner); // ESTALE if it went meanwhile, never a fault
+      }
+    }
+  });
+  for (int i = 0; i < 3000; i++) {
+    sicm_arena a = sicm_arena_create(i % 2 ? (64u << 20) : 0, dev_);
+    ASSERT_NE(nullptr, a) << sicm_error_detail();
+    char *p = (char *)sicm_arena_alloc(a, 64);
+    ASSERT_NE(nullptr, p);
+    last = p + 32;
+    EXPECT_EQ(a, sicm_arena_lookup(p + 32));
+    sicm_free(p);
+    ASSERT_EQ(0, sicm_arena_destroy(a));
+  }
+  stop = true;
+  looker.join();
+  EXPECT_GT(found.load(), 0u) << "the looker never saw a live arena: the test proves nothing";
+}
+
 TEST_F(Arena, FreeOfAForeignPointerIsRejectedWithoutHarm) {
   char *heap = (char *)malloc(32);
   strcpy(heap, "glibc owns this");

@@ -36,7 +36,38 @@ uint64_t Checksum(const unsigned char *p, size_t len) {
 class Migration : public ::testing::Test {
  protected:
   sicm_device *Dev(int node) { return sicm_device_of_node(node, 0); }
+  // Fills `node` until `leave` bytes are free, with an arena of its own
+  // (destroyed with the fixture).
+  void FillLeaving(int node, size_t leave) {
+    hog_ = sicm_arena_create(0, Dev(node));
+    ASSERT_NE(nullptr, hog_);
+    size_t free_bytes = 0;
+    ASSERT_EQ(0, sicm_device_free(Dev(node), &free_bytes));
+    ASSERT_GT(free_bytes, leave + (64u << 20));
+    char *h = (char *)sicm_arena_alloc(hog_, free_bytes - leave);
+    ASSERT_NE(nullptr, h);
+    memset(h, 1, free_bytes - leave);
+  }
+  // A block of len bytes in `a` whose every page holds its page number.
+  static unsigned char *PageNumbered(sicm_arena a, size_t len) {
+    unsigned char *p = (unsigned char *)sicm_arena_alloc(a, len);
+    if (p == nullptr) return nullptr;
+    for (size_t i = 0; i < len; i += 4096) p[i] = (unsigned char)(i >> 12);
+    p[len - 1] = 1;  // the block need not start on a page: touch its last page too
+    return p;
+  }
+  static bool StillPageNumbered(const unsigned char *p, size_t len) {
+    for (size_t i = 0; i < len; i += 4096)
+      if (p[i] != (unsigned char)(i >> 12)) return false;
+    return true;
+  }
+  void TearDown() override {
+    if (hog_ != nullptr) {
+      EXPECT_EQ(0, sicm_arena_destroy(hog_));
+    }
+  }
   sicm_test::Initialized init_;
+  sicm_arena hog_ = nullptr;
 };
 
 TEST_F(Migration, MovesEveryPageAndKeepsEveryByte) {
@@ -236,37 +267,88 @@ TEST_F(Migration, WriterThreadKeepsItsDataThroughRepeatedMoves) {
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
-TEST_F(Migration, TargetTooFullRollsBackAndSaysWhy) {
+TEST_F(Migration, TargetTooFullIsRefusedBeforeAnyPageMoves) {
   // Fill most of node 3, then try to move a 600 MiB arena there.
-  sicm_arena hog = sicm_arena_create(0, Dev(3));
-  size_t free3 = 0;
-  ASSERT_EQ(0, sicm_device_free(Dev(3), &free3));
-  size_t hog_len = free3 - (300u << 20);
-  char *h = (char *)sicm_arena_alloc(hog, hog_len);
-  ASSERT_NE(nullptr, h);
-  memset(h, 1, hog_len);
+  FillLeaving(3, 300u << 20);
   sicm_arena a = sicm_arena_create(0, Dev(0));
   const size_t len = 600u << 20;
-  unsigned char *p = (unsigned char *)sicm_arena_alloc(a, len);
+  unsigned char *p = PageNumbered(a, len);
   ASSERT_NE(nullptr, p);
-  for (size_t i = 0; i < len; i += 4096) p[i] = (unsigned char)(i >> 12);
-  p[len - 1] = 1;  // the block need not start on a page: touch its last page too
   errno = 0;
   EXPECT_EQ(-1, sicm_arena_set_device(a, Dev(3)));
   EXPECT_EQ(ENOMEM, errno) << sicm_error_detail();
-  EXPECT_NE(std::string::npos, std::string(sicm_error_detail()).find("rolled back"));
+  EXPECT_NE(std::string::npos, std::string(sicm_error_detail()).find("do not fit"))
+      << "refused before any page moved: " << sicm_error_detail();
   sicm_migration_report r;
   ASSERT_EQ(0, sicm_arena_last_migration(a, &r));
   EXPECT_EQ(ENOMEM, r.error);
-  EXPECT_GT(r.pages_failed, 0u);
+  EXPECT_EQ(0u, r.bytes_moved);
   EXPECT_EQ(0u, PagesNotOn(p, len, 0)) << "every page back on node 0";
   EXPECT_TRUE(AllOn(a, 0));
   EXPECT_EQ(0, sicm_arena_get_device(a)->node) << "still bound where it was";
-  for (size_t i = 0; i < len; i += 4096) ASSERT_EQ((unsigned char)(i >> 12), p[i]);
+  EXPECT_TRUE(StillPageNumbered(p, len));
   sicm_free(p);
-  sicm_free(h);
   EXPECT_EQ(0, sicm_arena_destroy(a));
-  EXPECT_EQ(0, sicm_arena_destroy(hog));
+}
+
+// A nearly full target and a thread that keeps allocating and writing in
+// the arena: the move is refused with ENOMEM before the binding changes
+// (so the writer's pages never fault on the full node, where the kernel
+// would call the OOM killer), every byte stays, and an asynchronous retry
+// gives the same cause.
+TEST_F(Migration, WriterAndANearlyFullTargetGetEnomemNotTheOomKiller) {
+  FillLeaving(2, 104u << 20);
+  sicm_arena a = sicm_arena_create(0, Dev(0));
+  const size_t len = 240u << 20;
+  unsigned char *p = PageNumbered(a, len);
+  ASSERT_NE(nullptr, p);
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> written{0}, bad{0};
+  std::thread writer([&] {
+    std::vector<unsigned char *> mine;
+    for (unsigned round = 0; !stop.load(); round++) {
+      unsigned char *b = (unsigned char *)sicm_arena_alloc(a, 1 << 20);
+      if (b == nullptr) continue;
+      memset(b, (int)(round & 0xff), 1 << 20);
+      written += 1 << 20;
+      mine.push_back(b);
+      if (mine.size() > 32) {
+        unsigned char *old = mine.front();
+        unsigned char want = (unsigned char)((round - 32) & 0xff);
+        for (size_t i = 0; i < (1u << 20); i += 4096)
+          if (old[i] != want) bad++;
+        sicm_free(old);
+        mine.erase(mine.begin());
+      }
+    }
+    for (auto *b : mine) sicm_free(b);
+  });
+  while (written.load() == 0) std::this_thread::yield();
+  errno = 0;
+  EXPECT_EQ(-1, sicm_arena_set_device(a, Dev(2)));
+  int err = errno;
+  std::string cause = sicm_error_detail();
+  EXPECT_EQ(ENOMEM, err) << cause;
+  sicm_device *target = Dev(2);
+  sicm_migration *m = sicm_arena_set_devices_async(a, &target, 1, 0);
+  ASSERT_NE(nullptr, m) << sicm_error_detail();
+  sicm_migration_report r;
+  errno = 0;
+  EXPECT_EQ(-1, sicm_migration_wait(m, &r));
+  EXPECT_EQ(ENOMEM, errno) << sicm_error_detail();
+  EXPECT_EQ(ENOMEM, r.error);
+  EXPECT_NE(std::string::npos, cause.find("do not fit")) << cause;
+  EXPECT_NE(std::string::npos, std::string(sicm_error_detail()).find("do not fit"))
+      << "first: " << cause << "; again: " << sicm_error_detail();
+  stop = true;
+  writer.join();
+  EXPECT_GT(written.load(), 0u);
+  EXPECT_EQ(0u, bad.load()) << "the writer's blocks kept their bytes";
+  EXPECT_TRUE(AllOn(a, 0));
+  EXPECT_EQ(0, sicm_arena_get_device(a)->node) << "still bound where it was";
+  EXPECT_TRUE(StillPageNumbered(p, len));
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
 TEST_F(Migration, AsyncMigrationCompletesWhileAllocationContinues) {
