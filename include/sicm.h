@@ -483,18 +483,20 @@ typedef struct sicm_migration_report {
  * sicm_migrate_set_threads()), at most one per 64 MiB; others by the
  * calling thread alone.
  *
- * A move never leads the process to the OOM killer.  Before anything
- * moves, the arena gives back the free pages it keeps, and a strict target
- * must have free memory for the resident pages not on it yet plus a margin
- * of 32 MiB and 1/16 of those bytes (for the system, and for what other
- * threads allocate meanwhile); otherwise the call fails with ENOMEM at
- * once, changing nothing.  While pages move, the arena's binding only
- * prefers the target, so pages other threads touch meanwhile fall back to
- * other nodes when the target is full; those are moved after, and the
- * binding becomes strict.  Once the move succeeded, the arena is strictly
- * bound: allocating more than the target holds then meets the kernel's
- * handling of a full node, as any strictly bound memory does (an arena
- * created with SICM_ARENA_PREFERRED falls back instead).
+ * A move does not lead the process to the OOM killer.  Before anything
+ * moves, the arena gives back the free pages it keeps.  An arena with
+ * 16 MiB or more resident, moving to a strict target, needs free memory
+ * there for the resident pages not on it yet plus a margin of 32 MiB and
+ * 1/16 of those bytes (for the system, and for what other threads
+ * allocate meanwhile); otherwise the call fails with ENOMEM at once,
+ * changing nothing.  While its pages move, its binding only prefers the
+ * target, so pages other threads touch meanwhile fall back to other nodes
+ * when the target is full; those are moved after, and the binding becomes
+ * strict.  (A smaller move is over too soon for that: a page that finds no
+ * room fails the move, which rolls back.)  Once a move succeeded, the
+ * arena is strictly bound: allocating more than the target holds then
+ * meets the kernel's handling of a full node, as any strictly bound memory
+ * does (an arena created with SICM_ARENA_PREFERRED falls back instead).
  *
  * Returns 0 when every page is on the target, or -1 with errno, having
  * moved every page back to where the arena was bound before:

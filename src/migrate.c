@@ -36,6 +36,22 @@ static int windows_bind(const sc_window *w, unsigned n, const sc_binding *to) {
  * the system and for what other threads allocate while pages move. */
 static size_t room_margin(size_t bytes) { return ((size_t)32 << 20) + bytes / 16; }
 
+/* Moves of fewer resident bytes take too little time for other threads to
+ * fill the target meanwhile, and fail cleanly (move_pages and mbind never
+ * call the OOM killer) when it lacks room: they skip the check and the
+ * preferred binding, which cost 50-90 us (sysfs reads) against 1 us for
+ * an empty arena's move. */
+#define MOVE_GUARDED_MIN ((size_t)16 << 20)
+
+static size_t windows_resident(const sc_window *w, unsigned n) {
+  size_t resident = 0;
+  for (unsigned i = 0; i < n; i++) {
+    long pages = sc_resident_pages(w[i].base, w[i].used, NULL);
+    resident += pages > 0 ? (size_t)pages * sc_page_size() : 0;
+  }
+  return resident;
+}
+
 static long long nodes_free(const sc_binding *b) {
   long long total = 0;
   for (unsigned i = 0; i < b->ndevices; i++) {
@@ -51,16 +67,8 @@ static long long nodes_free(const sc_binding *b) {
  * OOM killer is called.  Counting resident pages is cheap; only when they
  * do not fit are those already on the target counted (a page query each).
  * 0, or -1 with ENOMEM. */
-static int target_room_check(sc_arena *a, const sc_binding *to) {
-  sc_window w[SC_WINDOWS_MAX];
-  unsigned n = sc_window_snapshot(a, w);
-  size_t resident = 0;
-  for (unsigned i = 0; i < n; i++) {
-    long pages = sc_resident_pages(w[i].base, w[i].used, NULL);
-    if (pages < 0)
-      return -1;
-    resident += (size_t)pages * sc_page_size();
-  }
+static int target_room_check(const sc_window *w, unsigned n, size_t resident,
+                             const sc_binding *to) {
   long long avail = nodes_free(to);
   if (avail >= (long long)(resident + room_margin(resident)))
     return 0;
@@ -120,6 +128,52 @@ static void migrate_roll_back(sc_arena *a, const sc_binding *from, int huge) {
   (void)sc_pages_move(windows, n, from, 0, huge, a->ops->move_flag, NULL, &back);
 }
 
+/* Binds the arena to `to` and moves its pages there; 0, or -1 with errno
+ * (the caller rolls back).  New binding first (windows reserved from now
+ * on get it), then the windows' policy, then a snapshot of what is used:
+ * every page touched after the policy changed is already on the target.
+ * A guarded move binds strict targets only preferred while pages move:
+ * what other threads touch meanwhile falls back when the target is full
+ * instead of meeting the OOM killer.  Pages that fell back (none unless
+ * the target filled up, or another process's page missed these nodes)
+ * move while the binding still lets them fall back; then the binding is
+ * made strict, and what fell back in between moves last. */
+static int move_to(sc_arena *a, const sc_binding *to, int guarded, int strict, int huge,
+                   const int *cancel, sicm_migration_report *report) {
+  sc_window windows[SC_WINDOWS_MAX];
+  sc_binding during = *to;
+  if (guarded && to->policy == MPOL_BIND)
+    during.policy = to->ndevices == 1 ? MPOL_PREFERRED : MPOL_PREFERRED_MANY;
+  int relaxed = during.policy != to->policy;
+  unsigned long long foreign = relaxed ? nodes_foreign(to) : 0;
+  pthread_mutex_lock(&a->window_lock);
+  sc_arena_binding_set(a, &during);
+  pthread_mutex_unlock(&a->window_lock);
+  unsigned n = sc_window_snapshot(a, windows);
+  int rc = windows_bind(windows, n, &during);
+  n = sc_window_snapshot(a, windows);
+  if (rc == 0)
+    rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, cancel, report);
+  if (rc != 0 || !relaxed)
+    return rc;
+  unsigned long long now = nodes_foreign(to);
+  if (now != foreign) {
+    foreign = now;
+    n = sc_window_snapshot(a, windows);
+    rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, cancel, report);
+  }
+  if (rc == 0) {
+    pthread_mutex_lock(&a->window_lock);
+    sc_arena_binding_set(a, to);
+    pthread_mutex_unlock(&a->window_lock);
+    n = sc_window_snapshot(a, windows);
+    rc = windows_bind(windows, n, to);
+  }
+  if (rc == 0 && nodes_foreign(to) != foreign)
+    rc = sc_pages_move(windows, n, to, strict, huge, a->ops->move_flag, cancel, report);
+  return rc;
+}
+
 /* Moves the arena; a->migrate_lock held by the caller.  0, or -1 with
  * errno and detail, the arena rolled back; the report either way. */
 static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
@@ -139,53 +193,14 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
   int strict = to->policy == MPOL_BIND || to->policy == MPOL_INTERLEAVE;
   int huge = (a->flags & SICM_ARENA_HUGEPAGES) || __atomic_load_n(&a->thp_advised, __ATOMIC_RELAXED);
   sc_binding from = a->binding;
-  int rc = strict ? target_room_check(a, to) : 0;
+  unsigned n = sc_window_snapshot(a, windows);
+  size_t resident = strict ? windows_resident(windows, n) : 0;
+  int guarded = resident >= MOVE_GUARDED_MIN;
+  int rc = guarded ? target_room_check(windows, n, resident, to) : 0;
+  int rolled = rc == 0 && move_to(a, to, guarded, strict, huge, cancel, report) != 0;
+  if (rolled)
+    rc = -1;
   int err = rc ? errno : 0;
-  int rolled = 0;
-  if (rc == 0) {
-    /* New binding first (windows reserved from now on get it), then the
-     * windows' policy, then a snapshot of what is used: every page touched
-     * after the policy changed is already on the target.  While pages
-     * move, a strict binding to one set of nodes is only preferred: what
-     * other threads touch meanwhile falls back when the target is full
-     * instead of meeting the OOM killer, and is moved after. */
-    sc_binding during = *to;
-    if (to->policy == MPOL_BIND)
-      during.policy = to->ndevices == 1 ? MPOL_PREFERRED : MPOL_PREFERRED_MANY;
-    unsigned long long foreign = nodes_foreign(to);
-    pthread_mutex_lock(&a->window_lock);
-    sc_arena_binding_set(a, &during);
-    pthread_mutex_unlock(&a->window_lock);
-    unsigned n = sc_window_snapshot(a, windows);
-    rc = windows_bind(windows, n, &during);
-    n = sc_window_snapshot(a, windows);
-    if (rc == 0)
-      rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, cancel, report);
-    if (rc == 0 && during.policy != to->policy) {
-      /* Pages that fell back while they moved (none unless the target
-       * filled up, or another process's page missed these nodes) move
-       * while the binding still lets what is touched meanwhile fall back;
-       * then the binding is made strict, and what fell back in between
-       * moves last. */
-      unsigned long long now = nodes_foreign(to);
-      if (now != foreign) {
-        foreign = now;
-        n = sc_window_snapshot(a, windows);
-        rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, cancel, report);
-      }
-      if (rc == 0) {
-        pthread_mutex_lock(&a->window_lock);
-        sc_arena_binding_set(a, to);
-        pthread_mutex_unlock(&a->window_lock);
-        n = sc_window_snapshot(a, windows);
-        rc = windows_bind(windows, n, to);
-      }
-      if (rc == 0 && nodes_foreign(to) != foreign)
-        rc = sc_pages_move(windows, n, to, strict, huge, a->ops->move_flag, cancel, report);
-    }
-    err = rc ? errno : 0;
-    rolled = rc != 0;
-  }
   if (rolled) {
     char cause[256];
     snprintf(cause, sizeof cause, "%s", sicm_error_detail());
