@@ -144,7 +144,7 @@ static void *alloc_result(void *p, const sc_arena *a, size_t sz) {
 
 /* Through the thread's cache and shard, or uncached from the first shard. */
 static int alloc_flags(sc_arena *a, const sc_thread_cache *cache) {
-  return cache ? cache->alloc_flags : (int)MALLOCX_ARENA(sc_je_of(a)->shards[0]) | MALLOCX_TCACHE_NONE;
+  return cache ? cache->alloc_flags : sc_je_arena_flag(sc_je_of(a)->shards[0]) | MALLOCX_TCACHE_NONE;
 }
 
 void *sc_je_alloc_miss(sc_arena *a, sc_thread_cache *cache, size_t sz) {

@@ -48,6 +48,11 @@ typedef struct sc_je_arena {
 
 static inline sc_je_arena *sc_je_of(sc_arena *a) { return (sc_je_arena *)(void *)a->kind_data; }
 
+/* MALLOCX_ARENA(index) without its signed overflow: jemalloc's macro
+ * shifts an int, which is undefined past index 2046 (UBSan saw it at the
+ * arena limit).  jemalloc reads the bits back as unsigned. */
+static inline int sc_je_arena_flag(unsigned index) { return (int)((index + 1u) << 20); }
+
 /* ---- arena_je_hooks.c ---- */
 void sc_je_hooks_init(extent_hooks_t *hooks);
 /* Set by a hook of this thread that failed (with a detail), so that the
@@ -139,7 +144,7 @@ typedef struct sc_thread_cache {
   uint64_t generation;                 /* of the arena it was filled for */
   int flag;                            /* MALLOCX_TCACHE(tcache), or MALLOCX_TCACHE_NONE */
   unsigned shard;                      /* position in the arena's shards */
-  int alloc_flags;                     /* flag | MALLOCX_ARENA(this thread's shard) */
+  int alloc_flags;                     /* flag | sc_je_arena_flag(this thread's shard) */
   unsigned tcache;                     /* jemalloc's id of the explicit tcache */
   sc_bin bins[];                       /* sc_je_size_classes.nbins */
 } sc_thread_cache;

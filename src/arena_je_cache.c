@@ -196,7 +196,7 @@ static void tcache_create(sc_arena *a, sc_thread_cache *cache, int want_tcache) 
     cache->flag = MALLOCX_TCACHE(id);
   }
   pthread_mutex_unlock(&a->kind_lock);
-  cache->alloc_flags = (int)MALLOCX_ARENA(shard) | cache->flag;
+  cache->alloc_flags = sc_je_arena_flag(shard) | cache->flag;
 }
 
 /* A miss is no failure: without a cache the arena serves uncached
