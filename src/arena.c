@@ -118,13 +118,15 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   a->ops = config->ops;
   a->flags = config->flags;
   a->maxsize = config->maxsize;
-  a->held = 0;
   a->library_default = config->library_default;
   sc_arena_binding_set(a, config->binding);
-  a->thp_advised = 0;
   a->migrated = 0;
   a->migrations_done = a->migrations_failed = a->migration_ns = a->migration_bytes = 0;
-  a->pool = NULL;
+  /* Atomic: a thread that resolved the arena this record held before may
+   * still read these (ThreadSanitizer saw the plain writes race it). */
+  __atomic_store_n(&a->held, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&a->thp_advised, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&a->pool, NULL, __ATOMIC_RELAXED);
   if (a->ops->open(a, config->kind_arg) != 0) {
     int err = errno;
     sc_window_release_all(a);
