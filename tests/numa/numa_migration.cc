@@ -283,7 +283,7 @@ TEST_F(Migration, TargetTooFullIsRefusedBeforeAnyPageMoves) {
   ASSERT_EQ(0, sicm_arena_last_migration(a, &r));
   EXPECT_EQ(ENOMEM, r.error);
   EXPECT_EQ(0u, r.bytes_moved);
-  EXPECT_EQ(0u, PagesNotOn(p, len, 0)) << "every page back on node 0";
+  EXPECT_EQ(0u, PagesNotOn(p, len, 0)) << "every page still on node 0";
   EXPECT_TRUE(AllOn(a, 0));
   EXPECT_EQ(0, sicm_arena_get_device(a)->node) << "still bound where it was";
   EXPECT_TRUE(StillPageNumbered(p, len));
