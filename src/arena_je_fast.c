@@ -2,10 +2,11 @@
  * container makes, and the thread's front that the public header's inline
  * fast path reads.  The functions serve this thread's bins of a private
  * arena straight from the handle (alloc) or from the pointer's page tag
- * and window owner (free): no call through the operations table, no query
- * to jemalloc.  Whatever the bins cannot serve goes to the entry points of
- * every kind in arena_alloc.c.  An allocation makes its arena the front,
- * so that the caller's inline path serves the next ones. */
+ * and window owner (free), and its large blocks with one jemalloc call: no
+ * call through the operations table, no query to jemalloc for a size.
+ * Whatever else goes to the entry points of every kind in arena_alloc.c.
+ * A small allocation makes its arena the front, so that the caller's
+ * inline path serves the next ones. */
 #include "arena_je.h"
 
 SC_TLS sicm_front_v2_t sc_front;
@@ -43,7 +44,7 @@ void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
   uintptr_t h = (uintptr_t)sa;
   unsigned slot = h & (SC_ARENA_SLOTS - 1);
   sc_thread_table *t = &sc_thread_caches;
-  if (sz - 1 < sc_je_size_classes.max && slot < t->cap) {
+  if (slot < t->cap) {
     sc_thread_cache *cache = t->caches[slot];
     uint64_t generation = sc_handle_generation(sa);
     /* A cache exists only for a slot whose record exists; its generation
@@ -51,12 +52,26 @@ void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
     sc_arena *a = sc_arena_slots[slot];
     if (cache != NULL && cache->generation == generation &&
         __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == generation) {
-      if (!front_is(h))
-        front_set(a, h, cache);
-      sc_bin *bin = &cache->bins[sc_size_class(sz)];
-      if (bin->count > 0)
-        return bin->slots[--bin->count];
-      return sc_je_alloc_miss(a, cache, sz);
+      if (sz - 1 < sc_je_size_classes.max) {
+        if (!front_is(h))
+          front_set(a, h, cache);
+        sc_bin *bin = &cache->bins[sc_size_class(sz)];
+        if (bin->count > 0)
+          return bin->slots[--bin->count];
+        return sc_je_alloc_miss(a, cache, sz);
+      }
+      /* A large block goes to jemalloc through the thread's tcache and
+       * shard; a failure takes the entry point of every kind below, which
+       * gives back what maxsize counts and says why. */
+      if (sz - 1 < sc_je_size_classes.tagged_max && /* not 0 */
+          sz <= __atomic_load_n(&a->capacity, __ATOMIC_RELAXED)) {
+        sc_je_hook_failed = 0;
+        void *p = je_mallocx(sz, cache->alloc_flags);
+        if (p != NULL) {
+          sc_page_class_set(p, sc_class_of(sz));
+          return p;
+        }
+      }
     }
   }
   return sc_arena_alloc_any(sa, sz);
@@ -64,7 +79,7 @@ void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
 
 void sicm_free(void *ptr) {
   unsigned cls = sc_page_class(ptr);
-  if (cls < sc_je_size_classes.nbins && sc_class_start_ok(cls, ptr)) {
+  if (cls < sc_je_size_classes.nclasses && sc_class_start_ok(cls, ptr)) {
     uintptr_t chunk = (uintptr_t)ptr >> SC_CHUNK_SHIFT;
     /* A chunk with tags holds whole private windows: never SC_CHUNK_PARTIAL. */
     unsigned slot = __atomic_load_n(&sc_chunk_owner[chunk], __ATOMIC_ACQUIRE) - 1u;
@@ -74,7 +89,10 @@ void sicm_free(void *ptr) {
       if (cache != NULL &&
           cache->generation ==
               __atomic_load_n(&sc_arena_slots[slot]->live_generation, __ATOMIC_ACQUIRE)) {
-        sc_bin_push(cache, cls, ptr);
+        if (cls < sc_je_size_classes.nbins)
+          sc_bin_push(cache, cls, ptr);
+        else
+          je_sdallocx(ptr, sc_je_size_classes.size[cls], cache->flag);
         return;
       }
     }
