@@ -3,10 +3,14 @@
  * bad input gets memkind's errors without harm.  Placement is checked in
  * the guest (tests/memkind/guest.sh). */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "c_check.h"
 #include "hbwmalloc.h"
@@ -110,11 +114,57 @@ static void hbw_policy_is_set_once_before_allocating(void) {
   }
 }
 
+static volatile int stop_detecting;
+
+/* Takes the library's kind lock over and over (detect_kind looks a
+ * pointer's kind up under it). */
+static void *detect_forever(void *arg) {
+  while (!stop_detecting) {
+    void *p = memkind_malloc(MEMKIND_HIGHEST_CAPACITY, 128);
+    if (p != NULL && memkind_detect_kind(p) != MEMKIND_HIGHEST_CAPACITY)
+      __atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED);
+    memkind_free(NULL, p);
+  }
+  return NULL;
+}
+
+/* fork() while another thread allocates, detects and frees: every child
+ * uses a kind and exits; none hangs on a lock of a thread it lacks. */
+static void forked_children_use_kinds_while_a_thread_works(void) {
+  int wrong = 0;
+  pthread_t worker;
+  CHECK(pthread_create(&worker, NULL, detect_forever, &wrong) == 0);
+  int hung = 0, failed = 0;
+  for (int i = 0; i < 200 && hung + failed < 3; i++) {
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      alarm(10); /* a hung child dies of SIGALRM and is counted */
+      char *p = memkind_malloc(MEMKIND_HIGHEST_CAPACITY, 4096);
+      int ok = p != NULL && memkind_detect_kind(p) == MEMKIND_HIGHEST_CAPACITY;
+      memkind_free(NULL, p);
+      _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+      hung++;
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      failed++;
+  }
+  stop_detecting = 1;
+  pthread_join(worker, NULL);
+  CHECK(hung == 0);
+  CHECK(failed == 0);
+  CHECK(wrong == 0);
+}
+
 int main(void) {
   every_working_kind_allocates_frees_and_is_detected();
   realloc_moves_memory_between_kinds();
   bad_input_is_refused_without_harm();
   hbw_policy_is_set_once_before_allocating();
+  forked_children_use_kinds_while_a_thread_works();
   printf("test_memkind: %s\n", failures ? "FAILED" : "all checks passed");
   return failures ? 1 : 0;
 }

@@ -112,10 +112,21 @@ static int sicm_ready;                  /* sicm_init succeeded */
 static int node_slots;                  /* highest node id + 1 */
 static struct bitmask *hbw_override;    /* MEMKIND_HBW_NODES, or NULL */
 
+/* fork(): kinds_lock is taken around libsicm's calls, so its handlers are
+ * registered after sicm_init registered libsicm's: glibc runs the later
+ * prepare handler first, and this lock is taken outside libsicm's. */
+static void mk_fork_lock(void) { pthread_mutex_lock(&kinds_lock); }
+static void mk_fork_unlock(void) { pthread_mutex_unlock(&kinds_lock); }
+
 static void mk_init(void) {
   if (sicm_init() != 0) {
     fprintf(stderr, "libmemkind (libsicm): sicm_init failed: %s; only MEMKIND_DEFAULT works\n",
             sicm_error_detail());
+    return;
+  }
+  if (pthread_atfork(mk_fork_lock, mk_fork_unlock, mk_fork_unlock) != 0) {
+    fprintf(stderr, "libmemkind (libsicm): no memory for fork handlers; only MEMKIND_DEFAULT "
+                    "works\n");
     return;
   }
   const sicm_device_list *list = sicm_devices();
