@@ -263,6 +263,8 @@ int sc_windows_residency(const sc_window *w, unsigned n, size_t *bytes, size_t n
  * errno and the cause. */
 int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, int strict,
                   int huge, int move_flag, const int *cancel, sicm_migration_report *report);
+/* Free bytes of the binding's nodes, as the kernel reports them now. */
+long long sc_binding_free(const sc_binding *b);
 
 /* ---- arena_resident.c: the resident pages of a range, in batches ---- */
 enum { SC_PAGE_LIST_MAX = 65536 }; /* pages per batch */
@@ -291,5 +293,7 @@ long sc_resident_pages(char *base, size_t len, sc_page_list *l);
  * resident, or -1 with errno (fn's -1 stops the walk). */
 typedef int (*sc_resident_run_fn)(void *ctx, char *start, size_t npages);
 long sc_resident_runs(char *base, size_t len, sc_resident_run_fn fn, void *ctx);
+/* Resident pages of the windows' used parts, or -1 with errno. */
+long sc_windows_resident_pages(const sc_window *w, unsigned n);
 
 #endif /* SC_ARENA_H */

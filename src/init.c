@@ -74,17 +74,14 @@ static void fork_prepare(void) {
   sc_arenas_fork_lock();
 }
 
-static void fork_parent(void) {
-  sc_arenas_fork_unlock(0);
+static void fork_release(int child) {
+  sc_arenas_fork_unlock(child);
   sc_shared_fork_unlock();
   pthread_mutex_unlock(&init_lock);
 }
 
-static void fork_child(void) {
-  sc_arenas_fork_unlock(1);
-  sc_shared_fork_unlock();
-  pthread_mutex_unlock(&init_lock);
-}
+static void fork_parent(void) { fork_release(0); }
+static void fork_child(void) { fork_release(1); }
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static int fork_registered;

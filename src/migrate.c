@@ -12,7 +12,6 @@
  * (migrate_move.c), and any that fell back meanwhile. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <numa.h>
 #include <numaif.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,25 +42,6 @@ static size_t room_margin(size_t bytes) { return ((size_t)32 << 20) + bytes / 16
  * an empty arena's move. */
 #define MOVE_GUARDED_MIN ((size_t)16 << 20)
 
-static size_t windows_resident(const sc_window *w, unsigned n) {
-  size_t resident = 0;
-  for (unsigned i = 0; i < n; i++) {
-    long pages = sc_resident_pages(w[i].base, w[i].used, NULL);
-    resident += pages > 0 ? (size_t)pages * sc_page_size() : 0;
-  }
-  return resident;
-}
-
-static long long nodes_free(const sc_binding *b) {
-  long long total = 0;
-  for (unsigned i = 0; i < b->ndevices; i++) {
-    long long node_free = 0;
-    if (numa_node_size64(b->devices[i]->node, &node_free) >= 0)
-      total += node_free;
-  }
-  return total;
-}
-
 /* A strict target must have room for the resident pages that are not on
  * it yet: a page the kernel cannot place there is reclaimed for, then the
  * OOM killer is called.  Counting resident pages is cheap; only when they
@@ -69,7 +49,7 @@ static long long nodes_free(const sc_binding *b) {
  * 0, or -1 with ENOMEM. */
 static int target_room_check(const sc_window *w, unsigned n, size_t resident,
                              const sc_binding *to) {
-  long long avail = nodes_free(to);
+  long long avail = sc_binding_free(to);
   if (avail >= (long long)(resident + room_margin(resident)))
     return 0;
   size_t *per_node = calloc(SC_NODES_MAX, sizeof *per_node);
@@ -194,7 +174,8 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
   int huge = (a->flags & SICM_ARENA_HUGEPAGES) || __atomic_load_n(&a->thp_advised, __ATOMIC_RELAXED);
   sc_binding from = a->binding;
   unsigned n = sc_window_snapshot(a, windows);
-  size_t resident = strict ? windows_resident(windows, n) : 0;
+  long pages = strict ? sc_windows_resident_pages(windows, n) : 0;
+  size_t resident = pages > 0 ? (size_t)pages * sc_page_size() : 0;
   int guarded = resident >= MOVE_GUARDED_MIN;
   int rc = guarded ? target_room_check(windows, n, resident, to) : 0;
   int rolled = rc == 0 && move_to(a, to, guarded, strict, huge, cancel, report) != 0;

@@ -318,17 +318,21 @@ static const char *cause_text(int err) {
 
 /* The errno that describes a failed job: a failed strict move is ENOMEM
  * when the target lacks room. */
+long long sc_binding_free(const sc_binding *b) {
+  long long total = 0;
+  for (unsigned i = 0; i < b->ndevices; i++) {
+    long long node_free = 0;
+    if (numa_node_size64(b->devices[i]->node, &node_free) >= 0)
+      total += node_free;
+  }
+  return total;
+}
+
 static int job_errno(const move_job *job) {
   if (job->error != EIO)
     return job->error;
-  long long free_total = 0;
-  for (unsigned i = 0; i < job->nnodes; i++) {
-    long long free_node = 0;
-    if (numa_node_size64(job->nodes[i], &free_node) >= 0)
-      free_total += free_node;
-  }
   size_t needed = job->pages_failed * sc_page_size();
-  return free_total < (long long)needed + (16ll << 20) ? ENOMEM : EIO;
+  return sc_binding_free(job->to) < (long long)needed + (16ll << 20) ? ENOMEM : EIO;
 }
 
 int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, int strict,
@@ -342,13 +346,10 @@ int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, i
    * more threads would only wait. */
   job.by_mbind = !huge || job.method == SC_MOVE_MBIND;
   unsigned nthreads = job.by_mbind ? 1 : threads_configured(s);
-  size_t resident = 0;
-  for (unsigned i = 0; nthreads > 1 && i < nwindows; i++) { /* planning more than one */
-    long pages = sc_resident_pages(w[i].base, w[i].used, NULL);
-    if (pages < 0)
-      return -1;
-    resident += (size_t)pages * sc_page_size();
-  }
+  long pages = nthreads > 1 ? sc_windows_resident_pages(w, nwindows) : 0; /* planning several */
+  if (pages < 0)
+    return -1;
+  size_t resident = (size_t)pages * sc_page_size();
   if (resident / CHUNK_MIN < nthreads)
     nthreads = resident / CHUNK_MIN > 0 ? (unsigned)(resident / CHUNK_MIN) : 1;
   for (unsigned i = 0; i < to->ndevices; i++)
