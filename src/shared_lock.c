@@ -12,10 +12,13 @@
  *     time, holds it: wait on, however long;
  *   - a holder recorded in another pid namespace, or a task this process
  *     may not look at, cannot be checked from here: trusted, wait on;
- *   - anything else (the task is gone, its pid now belongs to a process
- *     that started later, or it never recorded itself), unchanged for 1 s,
- *     is no holder: a real one records itself nanoseconds after taking the
- *     mutex.
+ *   - a holder recorded in this pid namespace whose task is gone, or whose
+ *     pid now belongs to a process that started later, is gone: unchanged
+ *     for one more slice, it is no holder;
+ *   - anything else (no record, or a record of another process than the
+ *     lock word's task), unchanged for 1 s, is no holder: a real holder
+ *     records itself nanoseconds after taking the mutex, so only a holder
+ *     stopped in that window for a second is misjudged.
  * For a holder that is gone the waiter does what the kernel does for a dead
  * one: it sets FUTEX_OWNER_DIED in the lock word and wakes the waiters, so
  * whoever takes the mutex next gets EOWNERDEAD and repairs the heap.
@@ -51,15 +54,20 @@ static struct {
 } self;
 
 /* A task's start time (field 22 of /proc/<id>/stat) and thread group;
- * 0, or -1 with errno (ENOENT: no such task here). */
+ * 0, or -1 with errno (ENOENT: no such task here).  Asked for the thread
+ * group (the lock word's task), a task that has exited and waits to be
+ * reaped is no task either: it can hold nothing. */
 static int task_read(pid_t id, uint64_t *start, pid_t *tgid) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)id);
   FILE *f = fopen(path, "re");
   if (f == NULL) {
-    /* /proc mounted with hidepid hides other users' tasks: ask kill(). */
-    if (errno == ENOENT && (kill(id, 0) == 0 || errno == EPERM))
-      errno = EACCES;
+    /* /proc mounted with hidepid hides other users' tasks: ask kill(),
+     * whose own errno (ESRCH: no such task) must not replace ENOENT. */
+    int err = errno;
+    if (err == ENOENT && (kill(id, 0) == 0 || errno == EPERM))
+      err = EACCES;
+    errno = err;
     return -1;
   }
   size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -67,9 +75,14 @@ static int task_read(pid_t id, uint64_t *start, pid_t *tgid) {
   buf[n] = '\0';
   const char *p = strrchr(buf, ')'); /* the command may hold spaces and ')' */
   unsigned long long st = 0;
-  if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-                                     "%*d %*d %*d %*d %llu", &st) != 1) {
+  char state = 0;
+  if (p == NULL || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                                     "%*d %*d %*d %*d %llu", &state, &st) != 2) {
     errno = EIO;
+    return -1;
+  }
+  if (tgid != NULL && (state == 'Z' || state == 'X' || state == 'x')) {
+    errno = ENOENT;
     return -1;
   }
   *start = st;
@@ -168,25 +181,38 @@ typedef struct holder_watch {
   int since_ms;
 } holder_watch;
 
-/* Whether the task the lock word names is no holder (see the top). */
+typedef enum holder_verdict { HOLDER_TRUSTED, HOLDER_GONE, HOLDER_UNSURE } holder_verdict;
+
+/* The verdict on the task the lock word names (see the top). */
+static holder_verdict holder_judge(pid_t tid, uint64_t holder, uint64_t ns) {
+  pid_t holder_pid = (pid_t)(holder & ((1u << HOLDER_PID_BITS) - 1)), tgid = 0;
+  uint64_t start;
+  if (holder != 0 && ns != __atomic_load_n(&self.ns, __ATOMIC_RELAXED))
+    return HOLDER_TRUSTED;
+  int found = task_read(tid, &start, &tgid) == 0;
+  if (!found && errno != ENOENT)
+    return HOLDER_TRUSTED; /* there, but this process may not look */
+  if (holder == 0 || (found && tgid != holder_pid))
+    return HOLDER_UNSURE;
+  if (!found)
+    return HOLDER_GONE;
+  if (task_read(holder_pid, &start, NULL) != 0)
+    return errno == ENOENT ? HOLDER_GONE : HOLDER_TRUSTED;
+  return start == holder >> HOLDER_PID_BITS ? HOLDER_TRUSTED : HOLDER_GONE;
+}
+
+/* Whether the task the lock word names is no holder: the same word and
+ * record as at the last look, judged gone for one slice or unsure for
+ * UNRECORDED_MS. */
 static int holder_gone(sc_shm_mutex *m, int word, holder_watch *w, int waited_ms) {
-  pid_t tid = word & FUTEX_TID_MASK, tgid;
   uint64_t holder = __atomic_load_n(&m->holder, __ATOMIC_ACQUIRE);
-  uint64_t ns = __atomic_load_n(&m->holder_ns, __ATOMIC_RELAXED), start;
-  pid_t holder_pid = (pid_t)(holder & ((1u << HOLDER_PID_BITS) - 1));
-  int trusted = holder != 0 && ns != __atomic_load_n(&self.ns, __ATOMIC_RELAXED);
-  if (!trusted && holder != 0) {
-    if (task_read(tid, &start, &tgid) == 0)
-      trusted = tgid == holder_pid && task_read(holder_pid, &start, NULL) == 0 &&
-                start == holder >> HOLDER_PID_BITS;
-    else
-      trusted = errno != ENOENT; /* there, but this process may not look */
-  }
-  if (trusted || word != w->word || holder != w->holder) {
+  uint64_t ns = __atomic_load_n(&m->holder_ns, __ATOMIC_RELAXED);
+  holder_verdict verdict = holder_judge(word & FUTEX_TID_MASK, holder, ns);
+  if (verdict == HOLDER_TRUSTED || word != w->word || holder != w->holder) {
     *w = (holder_watch){word, holder, waited_ms};
     return 0;
   }
-  return waited_ms - w->since_ms >= UNRECORDED_MS;
+  return waited_ms - w->since_ms >= (verdict == HOLDER_GONE ? SLICE_MS : UNRECORDED_MS);
 }
 
 /* As the kernel does for a holder that died. */

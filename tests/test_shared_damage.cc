@@ -9,11 +9,14 @@
 // guard regions on both sides of the segment and an alarm.
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -451,6 +454,107 @@ TEST_F(SharedDamage, LockWordsNamingNoHolderAreRepairedNotWaitedOn) {
       REQUIRE(strstr(sicm_error_detail(), "lock word") != nullptr);
       return "";
     })) << kind;
+}
+
+
+// The record a holder writes after taking a lock, as shared_lock.c writes it.
+void RecordHolder(sc_shm_mutex *m, pid_t pid, uint64_t start) {
+  struct stat ns;
+  stat("/proc/self/ns/pid", &ns);
+  m->holder = (uint64_t)pid | start << 22;
+  m->holder_ns = ns.st_ino;
+}
+
+uint64_t StartTime(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = '\0';
+  unsigned long long start = 0;
+  const char *p = strrchr(buf, ')');
+  if (p) sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &start);
+  return start;
+}
+
+// A process that takes m as the library does (lock, then its record) and
+// exits with the kernel's robust-list cleanup turned off, as a holder
+// whose cleanup never ran; left unreaped (a zombie) until `reap`.
+pid_t HolderDyingUncleaned(sc_shm_mutex *m) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    static struct robust_list_head empty;
+    empty.list.next = &empty.list;
+    if (pthread_mutex_lock(&m->mutex) != 0) _exit(2);
+    RecordHolder(m, getpid(), StartTime(getpid()));
+    syscall(SYS_set_robust_list, &empty, sizeof empty);
+    _exit(0);
+  }
+  // Wait until it has exited, without reaping it.
+  siginfo_t info;
+  waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT);
+  return pid;
+}
+
+// What must survive a repair: the heap's check, and the bytes of a block.
+std::string Intact(Heap &x) {
+  for (int i = 0; i < 5000; i++)
+    if (x.c[i] != (char)i) return "a live block changed";
+  if (sicm_arena_check(x.arena, nullptr) != 0) return std::string("check: ") + sicm_error_detail();
+  return "";
+}
+
+// Locks whose holder is gone are repaired within the documented times:
+// 100 ms (plus one 20 ms look) when the record shows the holder is gone,
+// 1 s when nothing is recorded; on the heap and the migration lock alike.
+TEST_F(SharedDamage, LockOfAHolderThatIsGoneIsRepairedInTheDocumentedTime) {
+  struct Case {
+    const char *what;
+    double within;
+    std::function<pid_t(sc_shm_mutex *)> doctor;  // returns a process to reap, or 0
+  };
+  const Case cases[] = {
+      {"a holder that died without robust-list cleanup", 0.5,
+       [](sc_shm_mutex *m) { return HolderDyingUncleaned(m); }},
+      {"a dead pid with its record", 0.5,
+       [](sc_shm_mutex *m) {
+         pid_t dead = AbsentPid();
+         m->mutex.__data.__lock = dead;
+         RecordHolder(m, dead, 12345);
+         return (pid_t)0;
+       }},
+      {"a dead pid without a record", 1.6,
+       [](sc_shm_mutex *m) {
+         m->mutex.__data.__lock = AbsentPid();
+         return (pid_t)0;
+       }},
+      {"a pid reused by another process", 0.5,
+       [](sc_shm_mutex *m) {
+         pid_t reused = getppid();  // alive, but started later than recorded
+         m->mutex.__data.__lock = reused;
+         RecordHolder(m, reused, StartTime(reused) > 1 ? StartTime(reused) - 1 : 7);
+         return (pid_t)0;
+       }},
+  };
+  for (const Case &c : cases)
+    for (bool heap_lock : {true, false})
+      EXPECT_EQ("", Run(c.what, [&](Heap &x) -> std::string {
+        for (int i = 0; i < 5000; i++) x.c[i] = (char)i;
+        pid_t zombie = c.doctor(heap_lock ? &x.h->lock : &x.h->migrate_lock);
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (heap_lock) {
+          void *p = sicm_arena_alloc(x.arena, 64);
+          REQUIRE(p != nullptr);
+        } else {
+          REQUIRE(sicm_arena_set_device(x.arena, dev_) == 0);
+        }
+        double took = Seconds(t0);
+        if (zombie > 0) waitpid(zombie, nullptr, 0);
+        REQUIRE(took < c.within);
+        return Intact(x);
+      })) << c.what << (heap_lock ? " (heap lock)" : " (migration lock)");
 }
 
 }  // namespace
