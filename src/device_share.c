@@ -54,6 +54,7 @@ typedef struct share_place {
   char path[4096], lock_path[4096];
   char key[SHARE_KEY_MAX];
   size_t key_length;
+  int refused;            /* share_refuse has said why */
 } share_place;
 
 /* What share_adopt found when it adopted nothing. */
@@ -153,25 +154,66 @@ static int place_init(share_place *pl) {
   return n > 0 && m > 0 && (size_t)m < sizeof pl->lock_path ? 0 : -1;
 }
 
-/* Whether an open file is ours alone: a file others may write could hold
+/* Whether a file is ours alone: a file others may write could hold
  * pointers made to crash us. */
-static int file_is_ours(int fd, struct stat *st) {
-  return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_uid == geteuid() &&
-         (st->st_mode & 077) == 0;
+static int file_is_ours(const struct stat *st) {
+  return S_ISREG(st->st_mode) && st->st_uid == geteuid() && (st->st_mode & 077) == 0;
 }
 
-static share_found share_adopt(const share_place *pl, hwloc_topology_t *hw) {
-  int fd = open(pl->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+/* Says why the node's file is not used, once per sicm_init (*said). */
+static void share_refuse(const char *path, const struct stat *st, int *said) {
+  if (*said)
+    return;
+  *said = 1;
+  const char *type = S_ISREG(st->st_mode)    ? "a regular file"
+                     : S_ISFIFO(st->st_mode) ? "a FIFO"
+                     : S_ISSOCK(st->st_mode) ? "a socket"
+                     : S_ISDIR(st->st_mode)  ? "a directory"
+                     : S_ISLNK(st->st_mode)  ? "a symbolic link"
+                     : S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "a device node"
+                                                                     : "not a regular file";
+  fprintf(stderr, "libsicm: shared topology: %s is %s of uid %u, mode 0%o, not a file of "
+                  "this user alone; this process discovers the topology itself\n",
+          path, type, (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777));
+}
+
+/* Opens the node's file or its lock file when it is ours alone; -1 with
+ * errno ENOENT when there is none, EPERM after share_refuse when it is not
+ * ours.  Whatever another user put at the name is looked at, never opened
+ * blocking (a FIFO would block the open for ever) nor followed. */
+static int share_open(const char *path, int flags, struct stat *st, int *said) {
+  int exists = lstat(path, st) == 0;
+  if (!exists && (errno != ENOENT || !(flags & O_CREAT)))
+    return -1;
+  if (exists && !file_is_ours(st)) {
+    share_refuse(path, st, said);
+    errno = EPERM;
+    return -1;
+  }
+  int fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
+  if (fd < 0 && errno != ENOENT) { /* put there since the lstat */
+    if (lstat(path, st) == 0)
+      share_refuse(path, st, said);
+    errno = EPERM;
+    return -1;
+  }
+  if (fd >= 0 && (fstat(fd, st) != 0 || !file_is_ours(st))) {
+    share_refuse(path, st, said);
+    close(fd);
+    errno = EPERM;
+    return -1;
+  }
+  return fd;
+}
+
+static share_found share_adopt(share_place *pl, hwloc_topology_t *hw) {
+  struct stat st;
+  int fd = share_open(pl->path, O_RDONLY, &st, &pl->refused);
   if (fd < 0)
     return errno == ENOENT ? SHARE_ABSENT : SHARE_FOREIGN;
   share_found found = SHARE_ABSENT;
-  struct stat st;
   share_header *h = malloc(sizeof *h);
   const uint64_t offset = sc_page_size();
-  if (!file_is_ours(fd, &st)) {
-    found = SHARE_FOREIGN;
-    goto out;
-  }
   if (h == NULL || pread(fd, h, sizeof *h, 0) != (ssize_t)sizeof *h ||
       memcmp(h->magic, SHARE_MAGIC, sizeof SHARE_MAGIC) != 0 || h->format != SHARE_FORMAT ||
       h->key_length != pl->key_length || memcmp(h->key, pl->key, pl->key_length) != 0)
@@ -200,15 +242,11 @@ out:
 
 /* The lock file, held: an fd to close, or -1 when it could not be had in
  * time (then this process discovers on its own and publishes nothing). */
-static int share_lock(const share_place *pl) {
+static int share_lock(share_place *pl) {
   struct stat st;
-  int fd = open(pl->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  int fd = share_open(pl->lock_path, O_RDWR | O_CREAT, &st, &pl->refused);
   if (fd < 0)
     return -1;
-  if (!file_is_ours(fd, &st)) {
-    close(fd);
-    return -1;
-  }
   const struct timespec pause = {0, 1000000};
   for (int waited = 0; waited < SHARE_LOCK_WAIT_MS; waited++) {
     if (flock(fd, LOCK_EX | LOCK_NB) == 0)

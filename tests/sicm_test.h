@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -51,10 +53,16 @@ class TempFile {
 class Initialized {
  public:
   Initialized() { ok_ = sicm_init() == 0; EXPECT_TRUE(ok_) << sicm_error_detail(); }
+  // A test that failed half-way may leave arenas: they are destroyed here
+  // (and reported), so that the next test starts from nothing.
   ~Initialized() {
-    if (ok_) {
-      EXPECT_EQ(0, sicm_fini());
-    }
+    if (!ok_ || sicm_fini() == 0) return;
+    EXPECT_EQ(EBUSY, errno) << sicm_error_detail();
+    sicm_arena left[64];
+    int n = sicm_arenas_list(left, 64);
+    ADD_FAILURE() << n << " arena(s) left alive by the test; destroying them";
+    for (int i = 0; i < n && i < 64; i++) sicm_arena_destroy(left[i]);
+    EXPECT_EQ(0, sicm_fini()) << sicm_error_detail();
   }
   bool ok() const { return ok_; }
  private:
@@ -83,6 +91,48 @@ inline Memory MemoryNow() {
   EXPECT_TRUE(statm.good()) << "cannot read /proc/self/statm";
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   return {size * page, resident * page};
+}
+
+// What a function run in a forked child did: its exit status (-1 if it
+// did not exit, for example killed by the alarm), what it wrote to stderr,
+// and how long it took in seconds.
+struct ChildRun {
+  int status;
+  std::string err;
+  double seconds;
+};
+template <typename Fn>
+ChildRun RunInChild(Fn fn, unsigned alarm_seconds = 20) {
+  int fds[2];
+  EXPECT_EQ(0, pipe(fds));
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], 2);
+    alarm(alarm_seconds);
+    _exit(fn());
+  }
+  close(fds[1]);
+  ChildRun run{-1, "", 0};
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) run.err.append(buf, (size_t)n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  run.seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+// How many times `needle` occurs in `text`.
+inline int Occurrences(const std::string &text, const std::string &needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) n++;
+  return n;
 }
 
 }  // namespace sicm_test

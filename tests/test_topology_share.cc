@@ -10,10 +10,14 @@
 #include <stdint.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -194,6 +198,60 @@ TEST_F(TopologyShare, FileOthersCanWriteIsNeitherAdoptedNorReplaced) {
     ASSERT_EQ(0, stat(file.c_str(), &after));
     EXPECT_EQ(65534u, after.st_uid);
   }
+}
+
+// Whatever another user puts at the file's or the lock file's name (the
+// names are predictable): sicm_init returns at once, having discovered on
+// its own, and says why once per sicm_init (here two).
+TEST_F(TopologyShare, NonFilesAtTheNamesMeanPromptDiscoveryAndOneMessage) {
+  ASSERT_EQ(SICM_TOPOLOGY_PUBLISHED, InitSource(SICM_INIT_SHARE_TOPOLOGY));
+  const std::string file = TopologyFile();
+  ASSERT_NE("", file);
+  struct Thing {
+    const char *what;
+    std::function<int(const std::string &)> make;
+  };
+  const Thing things[] = {
+      {"FIFO", [](const std::string &p) { return mkfifo(p.c_str(), 0666); }},
+      {"socket",
+       [](const std::string &p) {
+         int s = socket(AF_UNIX, SOCK_STREAM, 0);
+         struct sockaddr_un a = {};
+         a.sun_family = AF_UNIX;
+         snprintf(a.sun_path, sizeof a.sun_path, "%s", p.c_str());
+         int rc = bind(s, (struct sockaddr *)&a, sizeof a);
+         close(s);
+         return rc;
+       }},
+      {"device node",
+       [](const std::string &p) { return geteuid() == 0 ? mknod(p.c_str(), S_IFCHR | 0666, makedev(1, 3)) : mkfifo(p.c_str(), 0600); }},
+      {"symbolic link", [](const std::string &p) { return symlink("/dev/zero", p.c_str()); }},
+      {"directory", [](const std::string &p) { return mkdir(p.c_str(), 0700); }},
+  };
+  for (const std::string &name : {file, file + ".lock"})
+    for (const Thing &t : things) {
+      unlink(file.c_str());
+      unlink((file + ".lock").c_str());
+      ASSERT_EQ(0, t.make(name)) << t.what << ": " << strerror(errno);
+      if (geteuid() == 0) lchown(name.c_str(), 65534, 65534);  // another user's
+      sicm_test::ChildRun run = sicm_test::RunInChild([] {
+        if (sicm_init_with(SICM_INIT_SHARE_TOPOLOGY) != 0) return 90;
+        int source = sicm_init_topology_source();
+        sicm_fini();
+        if (sicm_init_with(SICM_INIT_SHARE_TOPOLOGY) != 0) return 91;
+        return source == sicm_init_topology_source() ? source : 92;
+      });
+      std::string where = std::string(t.what) + " at " + name;
+      EXPECT_EQ(SICM_TOPOLOGY_DISCOVERED, run.status) << where << "\n" << run.err;
+      EXPECT_LT(run.seconds, 3.0) << where;  // the lock file is waited on for at most 2 s
+      if (name == file) {
+        EXPECT_LT(run.seconds, 1.0) << where;
+      }
+      EXPECT_EQ(2, sicm_test::Occurrences(run.err, "discovers the topology itself")) << where << "\n" << run.err;
+      EXPECT_NE(std::string::npos, run.err.find(name)) << where << "\n" << run.err;
+      rmdir(name.c_str());
+      unlink(name.c_str());
+    }
 }
 
 TEST_F(TopologyShare, TakenAddressMeansDiscoveryAndTheFileStays) {
