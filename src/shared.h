@@ -201,6 +201,11 @@ int sc_shm_check_locked(sc_shared_arena *s, sicm_heap_report *report);
  * 2 with the object sized and mapped, 3 with the heap laid out but the
  * magic not written.  -1: never. */
 void sc_shm_crash_in_create(int step);
+/* Fault injection for the creation race test only: random pauses of up to
+ * max_us microseconds where creation can race another creator's reclaim
+ * (before the creation lock, before binding, and in a reclaim holding the
+ * lock).  0: none. */
+void sc_shm_delay_in_create(unsigned max_us);
 /* Around fork() (init.c registers the handlers): the attach lock, taken
  * before the arena layer's. */
 void sc_shared_fork_lock(void);

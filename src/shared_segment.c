@@ -157,9 +157,11 @@ static int creation_lock(int fd, short type) {
   return fcntl(fd, F_OFD_SETLK, &lock);
 }
 
-static int creation_abandoned(int fd, const struct stat *st) {
+/* Whether the object open as fd, whose magic is 0, is abandoned; `held`:
+ * this process holds its creation lock. */
+static int creation_abandoned(int fd, const struct stat *st, int held) {
   struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-  if (fcntl(fd, F_OFD_GETLK, &lock) != 0 || lock.l_type != F_UNLCK)
+  if (!held && (fcntl(fd, F_OFD_GETLK, &lock) != 0 || lock.l_type != F_UNLCK))
     return 0;
   if (st->st_size > 0)
     return 1;
@@ -176,18 +178,38 @@ static void crash_point(int step) {
     raise(SIGKILL);
 }
 
-/* Unlinks `name` if it is an abandoned object, holding its creation lock
- * meanwhile so that no other process reclaims it too and then unlinks the
- * arena this one creates next.  0 if the name is free now, else -1. */
+/* Test hook: a pause of up to sc_shm_delay_in_create's bound at the points
+ * where creation races with another creator's reclaim. */
+enum { DELAY_CREATE_UNLOCKED, DELAY_CREATE_BIND, DELAY_RECLAIM_LOCKED };
+static unsigned delay_max_us;
+void sc_shm_delay_in_create(unsigned max_us) { delay_max_us = max_us; }
+static void delay_point(int point) {
+  if (delay_max_us == 0)
+    return;
+  static __thread unsigned seed;
+  seed = seed * 1103515245u + 12345u + (unsigned)getpid() * 7u + (unsigned)point;
+  unsigned us = (seed >> 8) % delay_max_us;
+  nanosleep(&(struct timespec){us / 1000000, (long)(us % 1000000) * 1000}, NULL);
+}
+
+/* Unlinks `name` if it is an abandoned object.  The verdict is taken
+ * holding the object's creation lock, and the magic and size are read
+ * again under it: read before, they may be a creator's that finished and
+ * let go since.  Holding the lock, no creator is building the object and
+ * no other process reclaims it; the name is then checked to still be this
+ * object, so that a reclaim never unlinks the arena another process just
+ * created there.  0 if the name is free now, else -1. */
 static int abandoned_reclaim(const char *name) {
   int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
   if (fd < 0)
     return errno == ENOENT ? 0 : -1;
   struct stat st, now;
   uint64_t magic = 0;
-  int reclaim = fstat(fd, &st) == 0 &&
-                (st.st_size < (off_t)sizeof magic || pread(fd, &magic, sizeof magic, 0) > 0) &&
-                magic == 0 && creation_abandoned(fd, &st) && creation_lock(fd, F_WRLCK) == 0;
+  int reclaim = creation_lock(fd, F_WRLCK) == 0;
+  delay_point(DELAY_RECLAIM_LOCKED);
+  reclaim = reclaim && fstat(fd, &st) == 0 &&
+            (st.st_size < (off_t)sizeof magic || pread(fd, &magic, sizeof magic, 0) > 0) &&
+            magic == 0 && creation_abandoned(fd, &st, 1);
   if (reclaim) { /* still the object at that name? */
     int again = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
     reclaim = again >= 0 && fstat(again, &now) == 0 && now.st_ino == st.st_ino &&
@@ -199,20 +221,51 @@ static int abandoned_reclaim(const char *name) {
   return reclaim ? 0 : -1;
 }
 
-/* Creates the object `name`, reclaiming an abandoned one of that name. */
+/* Whether `name` still names the object open as fd. */
+static int object_named(int fd, const char *name) {
+  struct stat mine, named;
+  int again = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+  int same = again >= 0 && fstat(fd, &mine) == 0 && fstat(again, &named) == 0 &&
+             mine.st_ino == named.st_ino && mine.st_dev == named.st_dev;
+  if (again >= 0)
+    close(again);
+  return same;
+}
+
+/* Creates the object `name`, reclaiming an abandoned one of that name, and
+ * takes its creation lock.  The lock is retried while a reclaimer holds it
+ * for its look; once held, the name is checked to still be ours (a
+ * creator stopped for longer than the grace period before taking the lock
+ * may have been reclaimed: it then tries again, as a new creator). */
 static int object_create(const char *name, unsigned mode) {
-  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0 && errno == EEXIST && abandoned_reclaim(name) == 0)
-    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) {
-    int err = errno;
-    return sc_fail(err, "cannot create shared arena %s: %s", name,
-                   err == EEXIST ? "a shared arena of that name exists" : strerror(err));
+  for (int attempt = 0; attempt < 100; attempt++) {
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0 && errno == EEXIST) {
+      if (abandoned_reclaim(name) == 0)
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+      else
+        errno = EEXIST;
+    }
+    if (fd < 0) {
+      int err = errno;
+      return sc_fail(err, "cannot create shared arena %s: %s", name,
+                     err == EEXIST ? "a shared arena of that name exists" : strerror(err));
+    }
+    crash_point(0);
+    delay_point(DELAY_CREATE_UNLOCKED);
+    int locked;
+    while ((locked = creation_lock(fd, F_WRLCK)) != 0 && (errno == EAGAIN || errno == EACCES))
+      nanosleep(&(struct timespec){0, 100 * 1000}, NULL);
+    /* A kernel before 3.15 has no OFD locks: no reclaim there, so the name
+     * stays ours. */
+    if (locked != 0 || object_named(fd, name)) {
+      crash_point(1);
+      return fd;
+    }
+    close(fd);
   }
-  crash_point(0);
-  creation_lock(fd, F_WRLCK); /* a kernel before 3.15 has none: no reclaim there */
-  crash_point(1);
-  return fd;
+  return sc_fail(EAGAIN, "cannot create shared arena %s: its name was reclaimed under this "
+                         "process 100 times", name);
 }
 
 sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *dev,
@@ -259,6 +312,7 @@ sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *
   sc_shared_arena segment = {.header = h, .size = size};
   /* Bind before the first touch: on shared memory this is the object's
    * policy, so pages any process touches later go there too. */
+  delay_point(DELAY_CREATE_BIND);
   int rc = mbind(h, size, binding.policy, binding.nodes.bits, SC_NODES_MAX, 0);
   if (rc != 0) {
     sc_fail(errno, "mbind to the arena's device failed: %s", strerror(errno));
@@ -312,7 +366,7 @@ static int header_read(int fd, const char *name, sc_shm_header *h, struct stat *
                        (long long)st->st_size);
     if (h->magic != 0 && h->magic != SC_SHM_MAGIC)
       return sc_fail(EPROTO, "%s is not a libsicm shared arena", name);
-    if (creation_abandoned(fd, st))
+    if (creation_abandoned(fd, st, 0))
       return sc_fail(ENOENT, "shared arena %s was never finished: its creator (pid %d, 0 if it "
                                "died before recording itself) died while creating it; creating "
                                "it again reclaims the name", name,

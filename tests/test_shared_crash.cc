@@ -9,8 +9,9 @@
 
 #include "shared_test.h"
 
-extern "C" void sc_shm_crash_at(long update, unsigned step);
-extern "C" void sc_shm_crash_in_create(int step);
+extern "C" {
+#include "shared.h"
+}
 
 namespace {
 
@@ -197,6 +198,71 @@ TEST(SharedCrash, CreatorKilledMidCreationLeavesANameThatCreateReclaims) {
       EXPECT_EQ(0, sicm_arena_detach(a));
       EXPECT_EQ(0, sicm_arena_unlink(name.c_str()));
     }
+}
+
+// Several processes create one name at once, with random pauses where a
+// creation can race another creator's reclaim of the name (before the
+// creation lock, before binding, inside a reclaim): exactly one creates it,
+// and every process, creator or attacher, sees that one heap (its header
+// names the same creator).
+TEST(SharedCrashStress, OneCreatorPerNameUnderInjectedDelays) {
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  sicm_device *dev = sicm_device_of_node(sicm_node_self(), 0);
+  ASSERT_NE(nullptr, dev);
+  constexpr int kProcesses = 4, kTrials = 1000;
+  struct Report { int created; int32_t creator; };
+  auto *reports = static_cast<Report *>(mmap(nullptr, sizeof(Report) * kProcesses,
+                                             PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(MAP_FAILED, (void *)reports);
+  int failures = 0;
+  for (int trial = 0; trial < kTrials && failures < 5; trial++) {
+    std::string name = UniqueName("race");
+    memset(reports, 0, sizeof(Report) * kProcesses);
+    int go[2];
+    ASSERT_EQ(0, pipe(go));
+    std::vector<pid_t> pids;
+    for (int i = 0; i < kProcesses; i++) {
+      pid_t pid = fork();
+      if (pid == 0) {
+        char c;
+        close(go[1]);
+        if (read(go[0], &c, 1) != 0) _exit(90);
+        sc_shm_delay_in_create(trial % 2 ? 3000 : 300);
+        sicm_arena a = sicm_arena_create_shared(name.c_str(), 1 << 20, dev, 0);
+        reports[i].created = a != nullptr;
+        if (a == nullptr && errno != EEXIST) _exit(91);
+        for (int tries = 0; a == nullptr && tries < 500; tries++) {
+          a = sicm_arena_attach(name.c_str());
+          if (a == nullptr) usleep(1000);
+        }
+        if (a == nullptr) _exit(92);
+        void *p = sicm_arena_alloc(a, 64);
+        if (p == nullptr) _exit(93);
+        auto *h = (sc_shm_header *)((uintptr_t)p & ~(uintptr_t)(SC_CHUNK_SIZE - 1));
+        reports[i].creator = h->creator_pid;
+        _exit(0);
+      }
+      pids.push_back(pid);
+    }
+    close(go[0]);
+    close(go[1]);
+    int creators = 0, creator_pid = 0;
+    std::string why;
+    for (int i = 0; i < kProcesses; i++) {
+      int code = WaitExit(pids[i]);
+      if (code != 0) why += " process " + std::to_string(i) + " exited " + std::to_string(code) + ";";
+      if (reports[i].created) creators++, creator_pid = pids[i];
+    }
+    for (int i = 0; i < kProcesses; i++)
+      if (reports[i].creator != creator_pid)
+        why += " process " + std::to_string(i) + " sees the heap of " + std::to_string(reports[i].creator) + ";";
+    if (creators != 1) why += " " + std::to_string(creators) + " creators;";
+    EXPECT_EQ("", why) << "trial " << trial;
+    failures += !why.empty();
+    sicm_arena_unlink(name.c_str());
+  }
+  munmap(reports, sizeof(Report) * kProcesses);
 }
 
 }  // namespace
