@@ -473,15 +473,17 @@ typedef struct sicm_migration_report {
  * there (strict binding).  Every pointer stays valid; other threads may
  * allocate, free, read and write the arena meanwhile, but a thread that
  * touches a page being moved waits: 4 KiB-page arenas move 2 MiB at a time
- * (the kernel holds the address-space lock for writing meanwhile: a writer
- * stalled at most 5-8 ms during a 64 MiB move in the TCG guest), huge-page
- * arenas a huge page at a time (writers wait for that page only).  The cost
+ * (the kernel holds the address-space lock for writing meanwhile, so a
+ * writer waits for at most one such piece at a time), huge-page arenas a
+ * huge page at a time (writers wait for that page only).  The cost
  * follows the resident pages, not the address range the arena used: an
- * empty arena moves in microseconds.  Arenas in transparent huge pages
- * (SICM_ARENA_HUGEPAGES, or any arena past 64 MiB not created with
- * SICM_ARENA_NOHUGEPAGES) are moved by several threads (see
+ * empty arena moves in microseconds.  Arenas created with
+ * SICM_ARENA_HUGEPAGES are moved by several threads (see
  * sicm_migrate_set_threads()), at most one per 64 MiB; others by the
- * calling thread alone.
+ * calling thread alone.  No arena gets transparent huge pages unless
+ * created with SICM_ARENA_HUGEPAGES or the system's THP setting is
+ * "always": in 2 MiB pages, an arena whose blocks are touched sparsely is
+ * resident whole, and a strictly bound arena would fill its node.
  *
  * A move does not lead the process to the OOM killer.  Before anything
  * moves, the arena gives back the free pages it keeps.  An arena with

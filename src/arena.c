@@ -125,7 +125,6 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   /* Atomic: a thread that resolved the arena this record held before may
    * still read these (ThreadSanitizer saw the plain writes race it). */
   __atomic_store_n(&a->held, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&a->thp_advised, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&a->pool, NULL, __ATOMIC_RELAXED);
   if (a->ops->open(a, config->kind_arg) != 0) {
     int err = errno;

@@ -19,8 +19,6 @@
 #define SC_CHUNK_SHIFT 34           /* address windows come in 16 GiB chunks */
 #define SC_CHUNK_SIZE ((size_t)1 << SC_CHUNK_SHIFT)
 #define SC_WINDOWS_MAX 64
-/* Arenas past this many committed bytes get transparent huge pages. */
-#define SC_THP_THRESHOLD ((size_t)64 << 20)
 #define SC_ARENA_KIND_DATA 256      /* bytes of kind_data */
 
 /* A range of address space holding an arena's pages, used from the bottom. */
@@ -91,7 +89,6 @@ struct sc_arena {
   size_t held;                  /* atomic: bytes committed to it */
   sc_binding binding;           /* changed by migration under window_lock */
   size_t capacity;              /* atomic: binding.capacity, for allocations to read */
-  int thp_advised;              /* atomic: windows got MADV_HUGEPAGE for size */
   pthread_mutex_t window_lock;  /* windows and binding; never held on the fast path */
   unsigned nwindows;
   sc_window windows[SC_WINDOWS_MAX];
@@ -245,8 +242,6 @@ static inline uint8_t *sc_page_tag_of(const void *p) {
   uint8_t *tags = __atomic_load_n(&sc_page_tags[addr >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
   return tags ? &tags[(addr & (SC_CHUNK_SIZE - 1)) >> SC_PAGE_TAG_SHIFT] : NULL;
 }
-/* Gives the arena's windows MADV_HUGEPAGE once it holds SC_THP_THRESHOLD. */
-void sc_window_advise_huge(sc_arena *a);
 /* A consistent copy of the arena's windows; returns how many. */
 unsigned sc_window_snapshot(sc_arena *a, sc_window *out);
 

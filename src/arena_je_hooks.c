@@ -34,8 +34,6 @@ static bool held_reserve(sc_arena *a, size_t len) {
     }
   } while (!__atomic_compare_exchange_n(&a->held, &held, held + len, true, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED));
-  if (held + len >= SC_THP_THRESHOLD && held < SC_THP_THRESHOLD)
-    sc_window_advise_huge(a);
   return true;
 }
 

@@ -117,7 +117,7 @@ static int window_reserve(sc_arena *a, size_t min_size) {
     munmap(base, size);
     return sc_fail(err, "mbind of a new window to the arena's nodes failed: %s", strerror(err));
   }
-  if ((a->flags & SICM_ARENA_HUGEPAGES) || __atomic_load_n(&a->thp_advised, __ATOMIC_RELAXED))
+  if (a->flags & SICM_ARENA_HUGEPAGES)
     madvise(base, size, MADV_HUGEPAGE); /* advice: a kernel without THP keeps base pages */
   else if (a->flags & SICM_ARENA_NOHUGEPAGES)
     madvise(base, size, MADV_NOHUGEPAGE);
@@ -157,21 +157,6 @@ void *sc_window_take(sc_arena *a, void *new_addr, size_t size, size_t alignment)
   if (p == NULL && window_reserve(a, size + alignment) == 0)
     p = window_bump(&a->windows[a->nwindows - 1], size, alignment);
   return p;
-}
-
-/* A large arena moves faster (and TLB-misses less) in 2 MiB pages: once it
- * holds SC_THP_THRESHOLD bytes, its windows ask for transparent huge
- * pages, unless created with SICM_ARENA_NOHUGEPAGES. */
-void sc_window_advise_huge(sc_arena *a) {
-  int expected = 0;
-  if ((a->flags & SICM_ARENA_NOHUGEPAGES) ||
-      !__atomic_compare_exchange_n(&a->thp_advised, &expected, 1, false, __ATOMIC_RELAXED,
-                                   __ATOMIC_RELAXED))
-    return;
-  pthread_mutex_lock(&a->window_lock);
-  for (unsigned i = 0; i < a->nwindows; i++)
-    madvise(a->windows[i].base, a->windows[i].size, MADV_HUGEPAGE);
-  pthread_mutex_unlock(&a->window_lock);
 }
 
 unsigned sc_window_snapshot(sc_arena *a, sc_window *out) {

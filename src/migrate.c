@@ -171,7 +171,7 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
   }
   /* Preferred placement may leave pages elsewhere; only binding is strict. */
   int strict = to->policy == MPOL_BIND || to->policy == MPOL_INTERLEAVE;
-  int huge = (a->flags & SICM_ARENA_HUGEPAGES) || __atomic_load_n(&a->thp_advised, __ATOMIC_RELAXED);
+  int huge = (a->flags & SICM_ARENA_HUGEPAGES) != 0;
   sc_binding from = a->binding;
   unsigned n = sc_window_snapshot(a, windows);
   long pages = strict ? sc_windows_resident_pages(windows, n) : 0;

@@ -3,6 +3,8 @@
 // threads work meanwhile — all checked page by page with move_pages.
 #include <errno.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <thread>
@@ -422,7 +424,7 @@ TEST_F(Migration, HugePageArenasMoveInParallelOthersInOneThread) {
   ASSERT_EQ(0, sicm_migrate_set_threads(2));
   sicm_device *dram = Dev(0);
   sicm_arena small = sicm_arena_create(0, dram);
-  sicm_arena large = sicm_arena_create(0, dram);  // past 64 MiB: huge pages
+  sicm_arena large = sicm_arena_create_devices(0, &dram, 1, SICM_ARENA_HUGEPAGES);
   sicm_arena large_4k = sicm_arena_create_devices(0, &dram, 1, SICM_ARENA_NOHUGEPAGES);
   void *s = sicm_arena_alloc(small, 1 << 20);
   memset(s, 1, 1 << 20);
@@ -448,6 +450,48 @@ TEST_F(Migration, HugePageArenasMoveInParallelOthersInOneThread) {
   EXPECT_EQ(0, sicm_arena_destroy(small));
   EXPECT_EQ(0, sicm_arena_destroy(large));
   EXPECT_EQ(0, sicm_arena_destroy(large_4k));
+}
+
+// The workload that once ended in SIGKILL: rounds of create, fill with
+// 20,000 blocks (two thirds of 1-2,000 bytes, a third of 1 B-256 KiB, 64
+// bytes of each touched), three moves between the DRAM nodes while
+// another thread frees every block, destroy.  The cause was the OOM killer
+// (constraint MEMORY_POLICY): arenas past 64 MiB got transparent huge
+// pages, so each 64-byte touch made a 2 MiB page resident and the arena
+// (under 70 MiB touched) filled its 1 GiB node.  Run in a child, so that
+// a kill is seen as one; the arena must stay small and every move succeed.
+TEST_F(Migration, MovesWhileAnotherThreadFreesNeverMeetTheOomKiller) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    static void *blocks[20000];
+    unsigned seed = 1;
+    for (int round = 0; round < 4; round++) {
+      sicm_arena a = sicm_arena_create(0, Dev(0));
+      if (a == nullptr) _exit(10);
+      for (void *&b : blocks) {
+        seed = seed * 1103515245u + 12345u;
+        size_t size = (&b - blocks) % 3 != 2 ? 1 + (seed >> 8) % 2000 : 1 + (seed >> 8) % (256 << 10);
+        if ((b = sicm_arena_alloc(a, size)) == nullptr) _exit(11);
+        memset(b, 1, size < 64 ? size : 64);
+      }
+      size_t on[4] = {0, 0, 0, 0};
+      if (sicm_arena_residency(a, on, 4) < 0) _exit(12);
+      if (on[0] > (128u << 20)) _exit(13);  // 20,000 pages and jemalloc's metadata at most
+      std::thread freer([] { for (void *b : blocks) sicm_free(b); });
+      int moved = 0;
+      for (int m = 0; m < 3; m++) moved += sicm_arena_set_device(a, Dev(m % 2 ? 0 : 1)) == 0;
+      freer.join();
+      if (moved != 3) _exit(14);
+      if (sicm_arena_destroy(a) != 0) _exit(15);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(child, waitpid(child, &status, 0));
+  ASSERT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(0, WEXITSTATUS(status)) << "10 create, 11 alloc, 12 residency, 13 more than 128 MiB "
+                                       "resident, 14 a move failed, 15 destroy";
 }
 
 }  // namespace
