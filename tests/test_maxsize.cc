@@ -26,6 +26,8 @@ class Maxsize : public ::testing::Test {
   sicm_test::Initialized init_;
   sicm_device *dev_ = nullptr;
 };
+// The same fixture for the long runs of `make check-stress`.
+class MaxsizeStress : public Maxsize {};
 
 // Random traffic of `threads` threads on one arena for `seconds`: blocks of
 // 16 B - 1 MiB, each thread keeping up to 64 live.  Returns the smallest
@@ -116,7 +118,7 @@ TEST_F(Maxsize, FreeingEverythingMakesRoomForOneBlockOfEightyPercent) {
 // maxsize is live, and none while little is (sicm.h documents the shares
 // for sicm_arena_create(); measured on 2 cores: the median refusal at
 // 85-93% live, nine in ten at 76% or more, none below 58%).
-TEST_F(Maxsize, ConcurrentTrafficIsRefusedOnlyWhenMostOfMaxsizeIsLive) {
+TEST_F(MaxsizeStress, ConcurrentTrafficIsRefusedOnlyWhenMostOfMaxsizeIsLive) {
   for (unsigned threads : {2u, 4u}) {
     const size_t maxsize = 32u << 20;
     sicm_arena a = sicm_arena_create(maxsize, dev_);
@@ -162,7 +164,7 @@ TEST_F(Maxsize, RefusalsLeaveMemoryAndAddressSpaceFlat) {
 
 // Rounds of (create, two threads of random traffic against maxsize,
 // destroy) end where the first round ended.
-TEST_F(Maxsize, RoundsOfTrafficAndDestroyReturnResidentMemory) {
+TEST_F(MaxsizeStress, RoundsOfTrafficAndDestroyReturnResidentMemory) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer's quarantine keeps freed memory resident (+0.5 MB a round)";
 #endif

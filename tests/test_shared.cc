@@ -50,6 +50,8 @@ class Shared : public ::testing::Test {
   sicm_device *dev_ = nullptr;
   std::vector<std::string> names_;
 };
+// The same fixture for the long runs of `make check-stress`.
+class SharedStress : public Shared {};
 
 TEST(SharedUninitialized, CreateAndAttachFailWithEperm) {
   errno = 0;
@@ -455,7 +457,7 @@ TEST_F(Shared, ThreadsOfOneProcessShareTheHeap) {
 
 // Threads of a process that has not attached the arena yet attach it at
 // once: each trial, every one gets the same handle (one mapping).
-TEST_F(Shared, ConcurrentAttachesOfOneArenaReturnOneHandle) {
+TEST_F(SharedStress, ConcurrentAttachesOfOneArenaReturnOneHandle) {
   std::string name;
   sicm_arena created = Create(1 << 20, &name);
   ASSERT_NE(nullptr, created);

@@ -86,7 +86,7 @@ TrialResult KillTrial(sicm_device *dev, unsigned trial, bool inside, std::mt1993
   return out;
 }
 
-TEST(SharedCrash, HeapSurvivesKillNineAtRandomPointsIncludingMidUpdate) {
+TEST(SharedCrashStress, HeapSurvivesKillNineAtRandomPointsIncludingMidUpdate) {
   sicm_test::Initialized init;
   ASSERT_TRUE(init.ok());
   sicm_device *dev = sicm_device_of_node(sicm_node_self(), 0);
