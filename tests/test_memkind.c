@@ -116,8 +116,7 @@ static void hbw_policy_is_set_once_before_allocating(void) {
 
 static volatile int stop_detecting;
 
-/* Takes the library's kind lock over and over (detect_kind looks a
- * pointer's kind up under it). */
+/* Allocates, detects and frees over and over. */
 static void *detect_forever(void *arg) {
   while (!stop_detecting) {
     void *p = memkind_malloc(MEMKIND_HIGHEST_CAPACITY, 128);
@@ -159,11 +158,80 @@ static void forked_children_use_kinds_while_a_thread_works(void) {
   CHECK(wrong == 0);
 }
 
+static memkind_t first_kinds[4];
+
+static void *first_allocations(void *arg) {
+  memkind_t kind = *(memkind_t *)arg;
+  for (int i = 0; i < 50; i++) {
+    void *p = memkind_malloc(kind, 64 + (size_t)i);
+    memkind_free(kind, p);
+  }
+  return NULL;
+}
+
+/* fork() while 4 threads make the process's first allocations of 4 kinds
+ * (the library starting, each kind making its arena): the child allocates
+ * from every kind and exits, never hangs.  Each trial is a new process, so
+ * that the first allocations are first. */
+static void fork_during_first_allocations(void) {
+  first_kinds[0] = MEMKIND_HBW_PREFERRED;
+  first_kinds[1] = MEMKIND_HIGHEST_CAPACITY;
+  first_kinds[2] = MEMKIND_INTERLEAVE;
+  first_kinds[3] = MEMKIND_HIGHEST_BANDWIDTH_LOCAL_PREFERRED;
+  int hung = 0, failed = 0;
+  for (int trial = 0; trial < 40; trial++) {
+    pid_t parent = fork();
+    CHECK(parent >= 0);
+    if (parent == 0) {
+      pthread_t threads[4];
+      for (int t = 0; t < 4; t++)
+        pthread_create(&threads[t], NULL, first_allocations, &first_kinds[t]);
+      usleep((useconds_t)(trial % 8) * 1000);
+      pid_t child = fork();
+      if (child == 0) {
+        alarm(10); /* a hung child dies of SIGALRM */
+        for (int k = 0; k < 4; k++) {
+          void *p = memkind_malloc(first_kinds[k], 4096);
+          if (p == NULL)
+            _exit(1);
+          memkind_free(first_kinds[k], p);
+        }
+        _exit(0);
+      }
+      int status = 0;
+      waitpid(child, &status, 0);
+      for (int t = 0; t < 4; t++)
+        pthread_join(threads[t], NULL);
+      _exit(WIFSIGNALED(status) ? 2 : WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(waitpid(parent, &status, 0) == parent);
+    hung += WIFEXITED(status) && WEXITSTATUS(status) == 2;
+    failed += !WIFEXITED(status) || WEXITSTATUS(status) == 1;
+  }
+  CHECK_MSG(hung == 0, "%d of 40 children hung", hung);
+  CHECK_MSG(failed == 0, "%d of 40 trials failed", failed);
+}
+
+/* Size 0 is success with no memory, as memkind documents. */
+static void memalign_of_size_zero_is_null_and_success(void) {
+  void *p = (void *)1;
+  CHECK(hbw_posix_memalign(&p, 64, 0) == 0 && p == NULL);
+  p = (void *)1;
+  CHECK(memkind_posix_memalign(MEMKIND_HIGHEST_CAPACITY, &p, 64, 0) == 0 && p == NULL);
+  p = (void *)1;
+  CHECK(memkind_posix_memalign(MEMKIND_DEFAULT, &p, 64, 0) == 0 && p == NULL);
+  p = (void *)1;
+  CHECK(hbw_posix_memalign_psize(&p, 64, 0, HBW_PAGESIZE_2MB) == 0 && p == NULL);
+}
+
 int main(void) {
+  fork_during_first_allocations(); /* first: this process has used no kind yet */
   every_working_kind_allocates_frees_and_is_detected();
   realloc_moves_memory_between_kinds();
   bad_input_is_refused_without_harm();
   hbw_policy_is_set_once_before_allocating();
+  memalign_of_size_zero_is_null_and_success();
   forked_children_use_kinds_while_a_thread_works();
   printf("test_memkind: %s\n", failures ? "FAILED" : "all checks passed");
   return failures ? 1 : 0;

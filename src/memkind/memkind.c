@@ -37,7 +37,7 @@ struct memkind {
   kind_scope scope;
   kind_place place;
   unsigned arena_flags;         /* SICM_ARENA_HUGEPAGES for 2 MiB pages */
-  sicm_arena *arenas;           /* per initiator node, under kinds_lock */
+  sicm_arena *arenas;           /* per initiator node; set once, atomically */
 };
 
 #define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL}
@@ -106,27 +106,21 @@ memkind_t mk_hbw_kind(int policy, int huge) {
 
 /* ---- start-up: libsicm and MEMKIND_HBW_NODES ---- */
 
+/* No lock of this library's own is ever held: a kind's arena table and
+ * each of its arenas are published with one compare-and-swap, the loser of
+ * a race freeing what it made.  So fork() at any moment, even while other
+ * threads make their first allocations, leaves the child nothing held
+ * (libsicm's own locks have its fork handlers; pthread_once restarts in a
+ * child). */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t kinds_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sicm_ready;                  /* sicm_init succeeded */
 static int node_slots;                  /* highest node id + 1 */
 static struct bitmask *hbw_override;    /* MEMKIND_HBW_NODES, or NULL */
-
-/* fork(): kinds_lock is taken around libsicm's calls, so its handlers are
- * registered after sicm_init registered libsicm's: glibc runs the later
- * prepare handler first, and this lock is taken outside libsicm's. */
-static void mk_fork_lock(void) { pthread_mutex_lock(&kinds_lock); }
-static void mk_fork_unlock(void) { pthread_mutex_unlock(&kinds_lock); }
 
 static void mk_init(void) {
   if (sicm_init() != 0) {
     fprintf(stderr, "libmemkind (libsicm): sicm_init failed: %s; only MEMKIND_DEFAULT works\n",
             sicm_error_detail());
-    return;
-  }
-  if (pthread_atfork(mk_fork_lock, mk_fork_unlock, mk_fork_unlock) != 0) {
-    fprintf(stderr, "libmemkind (libsicm): no memory for fork handlers; only MEMKIND_DEFAULT "
-                    "works\n");
     return;
   }
   const sicm_device_list *list = sicm_devices();
@@ -226,29 +220,40 @@ static sicm_arena kind_arena(memkind_t k) {
   int node = sicm_node_self();
   if (node < 0 || node >= node_slots)
     node = 0;
-  sicm_arena *slot = k->arenas ? &k->arenas[node] : NULL;
-  sicm_arena arena = slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
+  sicm_arena *table = __atomic_load_n(&k->arenas, __ATOMIC_ACQUIRE);
+  sicm_arena arena = table ? __atomic_load_n(&table[node], __ATOMIC_ACQUIRE) : NULL;
   if (arena != NULL)
     return arena;
-  pthread_mutex_lock(&kinds_lock);
-  if (k->arenas == NULL)
-    k->arenas = calloc((size_t)node_slots, sizeof *k->arenas);
-  if (k->arenas != NULL && (arena = k->arenas[node]) == NULL) {
-    sicm_device *devs[SICM_ARENA_DEVICES_MAX];
-    unsigned n = kind_devices(k, node, devs);
-    unsigned flags = k->arena_flags;
-    if (k->place == PLACE_INTERLEAVE && n > 1)
-      flags |= SICM_ARENA_INTERLEAVE;
-    else if (k->place == PLACE_PREFERRED)
-      flags |= SICM_ARENA_PREFERRED;
-    if (n == 0 && k->place == PLACE_PREFERRED && (devs[0] = sicm_device_of_node(node, 0)))
-      n = 1; /* no memory of the kind's type: the local node, as memkind documents */
-    if (n > 0 && (arena = sicm_arena_create_devices(0, devs, n, flags)) != NULL)
-      __atomic_store_n(&k->arenas[node], arena, __ATOMIC_RELEASE);
+  if (table == NULL) {
+    sicm_arena *made = calloc((size_t)node_slots, sizeof *made);
+    if (made == NULL || !__atomic_compare_exchange_n(&k->arenas, &table, made, 0,
+                                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      free(made);
+    else
+      table = made;
+    if (table == NULL) {
+      errno = ENOMEM;
+      return NULL;
+    }
   }
-  pthread_mutex_unlock(&kinds_lock);
-  if (arena == NULL)
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  unsigned n = kind_devices(k, node, devs);
+  unsigned flags = k->arena_flags;
+  if (k->place == PLACE_INTERLEAVE && n > 1)
+    flags |= SICM_ARENA_INTERLEAVE;
+  else if (k->place == PLACE_PREFERRED)
+    flags |= SICM_ARENA_PREFERRED;
+  if (n == 0 && k->place == PLACE_PREFERRED && (devs[0] = sicm_device_of_node(node, 0)))
+    n = 1; /* no memory of the kind's type: the local node, as memkind documents */
+  sicm_arena made = n > 0 ? sicm_arena_create_devices(0, devs, n, flags) : NULL;
+  if (made == NULL) {
     errno = ENOMEM;
+    return NULL;
+  }
+  if (__atomic_compare_exchange_n(&table[node], &arena, made, 0, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE))
+    return made;
+  sicm_arena_destroy(made); /* another thread's is in place: use it */
   return arena;
 }
 
@@ -256,14 +261,13 @@ static sicm_arena kind_arena(memkind_t k) {
 static memkind_t kind_of_arena(sicm_arena arena) {
   if (arena == NULL)
     return NULL;
-  pthread_mutex_lock(&kinds_lock);
-  memkind_t found = NULL;
-  for (unsigned k = 0; k < NKINDS && found == NULL; k++)
-    for (int node = 0; kinds[k].arenas != NULL && node < node_slots; node++)
-      if (kinds[k].arenas[node] == arena)
-        found = &kinds[k];
-  pthread_mutex_unlock(&kinds_lock);
-  return found;
+  for (unsigned k = 0; k < NKINDS; k++) {
+    sicm_arena *table = __atomic_load_n(&kinds[k].arenas, __ATOMIC_ACQUIRE);
+    for (int node = 0; table != NULL && node < node_slots; node++)
+      if (__atomic_load_n(&table[node], __ATOMIC_ACQUIRE) == arena)
+        return &kinds[k];
+  }
+  return NULL;
 }
 
 void mk_report_foreign(const char *call, const void *ptr) {
@@ -328,10 +332,14 @@ int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size
   if (!kind_valid(kind) || memptr == NULL || alignment < sizeof(void *) ||
       (alignment & (alignment - 1)) != 0)
     return EINVAL;
+  if (size == 0) { /* as memkind documents: success, and no memory */
+    *memptr = NULL;
+    return 0;
+  }
   if (kind->memory == MEM_DEFAULT)
     return posix_memalign(memptr, alignment, size);
   sicm_arena arena = kind_arena(kind);
-  void *p = arena && size ? sicm_arena_alloc_aligned(arena, size, alignment) : NULL;
+  void *p = arena ? sicm_arena_alloc_aligned(arena, size, alignment) : NULL;
   if (p == NULL)
     return ENOMEM;
   *memptr = p;
