@@ -15,6 +15,11 @@
 
 #include "devices.h"
 
+/* Bounds of the file: it describes at most a few hundred nodes. */
+#define SC_CONF_BYTES_MAX (1 << 20)
+#define SC_CONF_LINES_MAX 65536
+#define SC_CONF_LINE_MAX 1022
+
 static int conf_parse_kind(const char *s, sicm_device_kind *kind) {
   static const sicm_device_kind kinds[] = {SICM_KIND_DRAM, SICM_KIND_HBM, SICM_KIND_CAPACITY};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
@@ -109,35 +114,61 @@ static int conf_parse_line(const char *path, unsigned line, char *text, const sc
   return 0;
 }
 
-int sc_conf_parse(const char *path, const sc_topo *topo, sc_conf *conf) {
-  memset(conf, 0, sizeof *conf);
-  FILE *f = fopen(path, "r");
+/* The whole file, NUL-terminated, in a buffer to free; NULL after sc_fail
+ * when it cannot be read or passes SC_CONF_BYTES_MAX (so a device such as
+ * /dev/zero is refused, not read for ever). */
+static char *conf_read(const char *path, size_t *length) {
+  FILE *f = fopen(path, "re");
   if (f == NULL) {
     int err = errno;
-    return sc_fail(err, "%s: cannot open: %s", path, strerror(err));
+    return sc_fail_null(err, "%s: cannot open: %s", path, strerror(err));
   }
-  char buf[1024];
+  char *text = malloc(SC_CONF_BYTES_MAX + 1);
+  size_t n = text ? fread(text, 1, SC_CONF_BYTES_MAX + 1, f) : 0;
+  int failed = text == NULL ? ENOMEM : ferror(f) ? EIO : n > SC_CONF_BYTES_MAX ? EFBIG : 0;
+  fclose(f);
+  free(failed != 0 ? text : NULL);
+  if (failed == EFBIG)
+    return sc_fail_null(EFBIG, "%s: longer than %d bytes", path, SC_CONF_BYTES_MAX);
+  if (failed != 0)
+    return sc_fail_null(failed, "%s: %s", path, failed == EIO ? "read error" : "out of memory");
+  text[n] = '\0';
+  *length = n;
+  return text;
+}
+
+int sc_conf_parse(const char *path, const sc_topo *topo, sc_conf *conf) {
+  memset(conf, 0, sizeof *conf);
+  size_t length = 0;
+  char *text = conf_read(path, &length);
+  if (text == NULL)
+    return -1;
   unsigned line = 0;
   int rc = 0;
-  while (rc == 0 && fgets(buf, sizeof buf, f) != NULL) {
-    line++;
-    size_t len = strlen(buf);
-    if (len == sizeof buf - 1 && buf[len - 1] != '\n' && !feof(f)) {
-      rc = sc_fail(EINVAL, "%s:%u: line longer than %zu characters", path, line,
-                     sizeof buf - 2);
+  for (char *start = text; rc == 0 && start < text + length; line++) {
+    char *end = memchr(start, '\n', (size_t)(text + length - start));
+    if (end == NULL)
+      end = text + length;
+    size_t len = (size_t)(end - start);
+    *end = '\0';
+    if (line + 1 > SC_CONF_LINES_MAX)
+      rc = sc_fail(EINVAL, "%s:%u: more than %d lines", path, line + 1, SC_CONF_LINES_MAX);
+    else if (strlen(start) != len)
+      rc = sc_fail(EINVAL, "%s:%u: a NUL byte in the line", path, line + 1);
+    else if (len > SC_CONF_LINE_MAX)
+      rc = sc_fail(EINVAL, "%s:%u: line longer than %d characters", path, line + 1,
+                   SC_CONF_LINE_MAX);
+    if (rc != 0)
       break;
-    }
-    char *hash = strchr(buf, '#');
+    char *hash = strchr(start, '#');
     if (hash != NULL)
       *hash = '\0';
-    buf[strcspn(buf, "\r\n")] = '\0';
-    if (buf[strspn(buf, " \t")] == '\0')
-      continue;
-    rc = conf_parse_line(path, line, buf, topo, conf);
+    start[strcspn(start, "\r")] = '\0';
+    if (start[strspn(start, " \t")] != '\0')
+      rc = conf_parse_line(path, line + 1, start, topo, conf);
+    start = end + 1;
   }
-  if (rc == 0 && ferror(f))
-    rc = sc_fail(EIO, "%s: read error", path);
-  fclose(f);
+  free(text);
   if (rc != 0)
     sc_conf_release(conf);
   return rc;

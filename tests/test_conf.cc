@@ -43,6 +43,28 @@ TEST(Conf, MalformedFilesNameFileAndLine) {
                      "line longer");
 }
 
+// Reads are bounded: a device that never ends, a NUL byte inside a line
+// (which would hide the rest of it), a file past 1 MiB or 65,536 lines.
+TEST(Conf, EndlessFilesAndNulBytesAreRejectedPromptly) {
+  sicm_test::ChildRun run = sicm_test::RunInChild([] {
+    setenv("SICM_DEVICES_CONF", "/dev/zero", 1);
+    return sicm_init() == -1 && errno == EFBIG ? 0 : 1;
+  });
+  EXPECT_EQ(0, run.status) << "/dev/zero: " << run.err;
+  EXPECT_LT(run.seconds, 5.0);
+  ExpectConfRejected(std::string("node 0 kind=hbm\nnode 1 kind=dram\0 latency=oops\n", 47), 2,
+                     EINVAL, "NUL byte");
+  std::string many;
+  for (int i = 0; i < 70000; i++) many += "#\n";
+  ExpectConfRejected(many, 65537, EINVAL, "more than 65536 lines");
+  TempFile big(std::string((2 << 20), '#'));
+  ScopedEnv env("SICM_DEVICES_CONF", big.path());
+  errno = 0;
+  EXPECT_EQ(-1, sicm_init());
+  EXPECT_EQ(EFBIG, errno);
+  EXPECT_NE(std::string::npos, std::string(sicm_error_detail()).find("longer than 1048576 bytes"));
+}
+
 TEST(Conf, UnknownNodeIsRejected) {
   ExpectConfRejected("node 0 kind=dram\nnode 4095 kind=hbm\n", 2, EINVAL,
                      "node 4095 does not exist");
