@@ -40,7 +40,11 @@ extern "C" {
  * runtime and the application may both call it.  The administrator
  * configuration file is read from the path in the environment variable
  * SICM_DEVICES_CONF, or else from the default path shown by
- * sicm_devices_conf_path() if that file exists.
+ * sicm_devices_conf_path() if that file exists (at most 1 MiB and 65,536
+ * lines).  Every environment variable libsicm reads (sicm(7) lists them)
+ * is read strictly: a value that is not entirely valid is reported in one
+ * line on stderr, naming the variable, the value and what is accepted, and
+ * the variable then counts as unset.
  *
  * fork(): the first call registers fork handlers, so a child may create,
  * use, move and destroy arenas whatever other threads of the parent were
@@ -52,7 +56,8 @@ extern "C" {
  *
  * Returns 0, or -1 with errno:
  *   EINVAL  the configuration file is malformed (sicm_error_detail() names
- *           the file and line);
+ *           the file and line), holds a NUL byte or more than 65,536 lines;
+ *   EFBIG   the configuration file is longer than 1 MiB;
  *   ENOENT  SICM_DEVICES_CONF names a file that does not exist;
  *   EIO     the hardware topology could not be read;
  *   ENOMEM  out of memory (the fork handlers included). */

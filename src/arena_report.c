@@ -5,6 +5,7 @@
  * through the public calls on a handle, so an arena destroyed meanwhile is
  * skipped, not read after its end. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +146,7 @@ int sicm_stats_print(FILE *out, unsigned flags) {
 
 /* ---- SICM_STATS: the report at exit ---- */
 
-static char report_path[512];
+static char report_path[PATH_MAX];
 static unsigned report_flags;
 static int report_wanted, report_done;
 
@@ -163,8 +164,8 @@ static void report_write(void) {
 }
 
 void sc_report_setup(void) {
-  const char *env = getenv("SICM_STATS");
-  if (env == NULL || env[0] == '\0' || strcmp(env, "0") == 0 || report_wanted)
+  const char *env = sc_env_path("SICM_STATS", sizeof report_path);
+  if (env == NULL || strcmp(env, "0") == 0 || report_wanted)
     return;
   report_wanted = 1;
   if (strcmp(env, "json") == 0) {

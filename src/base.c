@@ -1,8 +1,12 @@
 /* base.c: failure reporting (errno plus a per-thread description), the
- * page size, and the address every process of a node can map. */
+ * environment variables' strict reading, the page size, and the address
+ * every process of a node can map. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base.h"
@@ -32,6 +36,60 @@ void *sc_fail_null(int err, const char *fmt, ...) {
 }
 
 const char *sicm_error_detail(void) { return error_detail; }
+
+/* ---- environment ---- */
+
+void sc_env_refuse(const char *name, const char *value, const char *accepted) {
+  char shown[80];
+  size_t n = 0;
+  for (const char *c = value; *c && n < sizeof shown - 4; c++)
+    shown[n++] = isprint((unsigned char)*c) ? *c : '?';
+  if (strlen(value) > n)
+    shown[n++] = '.', shown[n++] = '.', shown[n++] = '.';
+  shown[n] = '\0';
+  fprintf(stderr, "libsicm: %s=\"%s\" ignored: %s; the default applies\n", name, shown, accepted);
+}
+
+const char *sc_env_get(const char *name) {
+  const char *value = getenv(name);
+  return value != NULL && value[0] != '\0' ? value : NULL;
+}
+
+int sc_env_choice(const char *name, const char *const *choices, int fallback, const char *accepted) {
+  const char *value = sc_env_get(name);
+  if (value == NULL)
+    return fallback;
+  for (int i = 0; choices[i] != NULL; i++)
+    if (strcmp(value, choices[i]) == 0)
+      return i;
+  sc_env_refuse(name, value, accepted);
+  return fallback;
+}
+
+long sc_env_integer(const char *name, long min, long max, long fallback, const char *accepted) {
+  const char *value = sc_env_get(name);
+  if (value == NULL)
+    return fallback;
+  char *end;
+  errno = 0;
+  long v = isdigit((unsigned char)value[0]) ? strtol(value, &end, 10) : min - 1;
+  if (!isdigit((unsigned char)value[0]) || *end != '\0' || errno != 0 || v < min || v > max) {
+    sc_env_refuse(name, value, accepted);
+    return fallback;
+  }
+  return v;
+}
+
+const char *sc_env_path(const char *name, size_t max) {
+  const char *value = sc_env_get(name);
+  if (value != NULL && strlen(value) >= max) {
+    char accepted[64];
+    snprintf(accepted, sizeof accepted, "a path shorter than %zu bytes", max);
+    sc_env_refuse(name, value, accepted);
+    return NULL;
+  }
+  return value;
+}
 
 size_t sc_page_size(void) {
   static size_t page; /* racing first calls store the same value */

@@ -51,6 +51,20 @@
 int sc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *sc_fail_null(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- environment variables (base.c) ----
+ * Read strictly: a value that is not entirely valid gets one line on
+ * stderr naming the variable, the value and what is accepted, and the
+ * variable then counts as unset.  An empty value is unset. */
+void sc_env_refuse(const char *name, const char *value, const char *accepted);
+/* The value, or NULL when unset or empty. */
+const char *sc_env_get(const char *name);
+/* The index of the value in the NULL-terminated `choices`, or fallback. */
+int sc_env_choice(const char *name, const char *const *choices, int fallback, const char *accepted);
+/* A decimal integer in [min, max] (digits only), or fallback. */
+long sc_env_integer(const char *name, long min, long max, long fallback, const char *accepted);
+/* A path shorter than max bytes, or NULL. */
+const char *sc_env_path(const char *name, size_t max);
+
 /* ---- limits ---- */
 /* Nodes libsicm can bind memory to: the kernel's usual MAX_NUMNODES. */
 #define SC_NODES_MAX 1024

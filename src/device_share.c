@@ -145,8 +145,8 @@ static int place_init(share_place *pl) {
   }
   if (pl->key_length >= sizeof pl->key)
     return -1;
-  const char *dir = getenv("SICM_TOPOLOGY_DIR");
-  if (dir == NULL || dir[0] == '\0')
+  const char *dir = sc_env_path("SICM_TOPOLOGY_DIR", sizeof pl->path - 64);
+  if (dir == NULL)
     dir = "/dev/shm";
   int n = snprintf(pl->path, sizeof pl->path, "%s/sicm-topology-%u-%016llx", dir,
                    (unsigned)geteuid(), (unsigned long long)tag);

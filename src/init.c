@@ -4,6 +4,7 @@
  * jemalloc's size classes for the arenas, releases the default arenas at
  * the end, and registers the fork handlers that take every layer's locks. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,27 +21,23 @@ const char *sicm_devices_conf_path(void) { return SICM_SYSCONFDIR_CONF; }
 
 /* The configuration file to read, or NULL for none. */
 static const char *init_conf_path(void) {
-  const char *env = getenv("SICM_DEVICES_CONF");
-  if (env != NULL && env[0] != '\0')
+  const char *env = sc_env_path("SICM_DEVICES_CONF", PATH_MAX);
+  if (env != NULL)
     return env;
   return access(SICM_SYSCONFDIR_CONF, F_OK) == 0 ? SICM_SYSCONFDIR_CONF : NULL;
 }
 
-/* Environment options; a value out of range is ignored, as documented. */
+/* Environment options, read strictly (base.h); sicm(7) documents each. */
 static void init_options(sc_options *o, unsigned flags) {
-  const char *env = getenv("SICM_MIGRATE_THREADS");
-  long threads = env ? strtol(env, NULL, 10) : 0;
-  o->migrate_threads = threads > 0 && threads <= 256 ? (unsigned)threads : 0;
-  env = getenv("SICM_MIGRATE_HUGE");
-  o->migrate_huge = SC_MOVE_HEADS;
-  if (env != NULL && strcmp(env, "subpages") == 0)
-    o->migrate_huge = SC_MOVE_SUBPAGES;
-  else if (env != NULL && strcmp(env, "mbind") == 0)
-    o->migrate_huge = SC_MOVE_MBIND;
-  env = getenv("SICM_SHARE_TOPOLOGY");
-  o->share_topology = (flags & SICM_INIT_SHARE_TOPOLOGY) != 0;
-  if (env != NULL && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0))
-    o->share_topology = env[0] == '1';
+  o->migrate_threads = (unsigned)sc_env_integer("SICM_MIGRATE_THREADS", 1, 256, 0,
+                                                "a whole number from 1 to 256");
+  static const char *const huge[] = {"heads", "subpages", "mbind", NULL};
+  static const sc_move_method methods[] = {SC_MOVE_HEADS, SC_MOVE_SUBPAGES, SC_MOVE_MBIND};
+  o->migrate_huge = methods[sc_env_choice("SICM_MIGRATE_HUGE", huge, 0,
+                                          "heads, subpages or mbind")];
+  static const char *const onoff[] = {"0", "1", NULL};
+  int share = (flags & SICM_INIT_SHARE_TOPOLOGY) != 0;
+  o->share_topology = sc_env_choice("SICM_SHARE_TOPOLOGY", onoff, share, "0 or 1") == 1;
 }
 
 static int init_build(sc_state *s, unsigned flags) {

@@ -244,3 +244,54 @@ TEST(MemoryTiers, TierAgainstTheInitiatorsDecidesTheKind) {
   std::string rm = std::string("rm -rf ") + dir;
   EXPECT_EQ(0, system(rm.c_str()));
 }
+
+// Every environment variable libsicm reads is read strictly: a value that
+// is not entirely valid gets one line naming the variable, the value and
+// what is accepted, and the variable counts as unset.
+TEST(Environment, GarbageIsRefusedWithOneLineAndTheDefaultApplies) {
+  struct Case {
+    const char *name, *value, *accepted;
+  };
+  const std::string long_path(5000, 'd');
+  const Case cases[] = {
+      {"SICM_MIGRATE_THREADS", "4x", "1 to 256"},   {"SICM_MIGRATE_THREADS", "1e3", "1 to 256"},
+      {"SICM_MIGRATE_THREADS", "0", "1 to 256"},    {"SICM_MIGRATE_THREADS", "257", "1 to 256"},
+      {"SICM_MIGRATE_THREADS", "-1", "1 to 256"},   {"SICM_MIGRATE_THREADS", " 4", "1 to 256"},
+      {"SICM_MIGRATE_THREADS", "0x10", "1 to 256"},
+      {"SICM_MIGRATE_THREADS", "99999999999999999999", "1 to 256"},
+      {"SICM_MIGRATE_HUGE", "Heads", "heads, subpages or mbind"},
+      {"SICM_MIGRATE_HUGE", "mbind ", "heads, subpages or mbind"},
+      {"SICM_SHARE_TOPOLOGY", "yes", "0 or 1"},
+      {"SICM_SHARE_TOPOLOGY", "1 ", "0 or 1"},
+      {"SICM_TOPOLOGY_DIR", long_path.c_str(), "a path shorter than"},
+      {"SICM_STATS", long_path.c_str(), "a path shorter than"},
+      {"SICM_DEVICES_CONF", long_path.c_str(), "a path shorter than"},
+  };
+  for (const Case &c : cases) {
+    // The topology's directory is read only when sharing is on.
+    const bool share = strcmp(c.name, "SICM_TOPOLOGY_DIR") == 0;
+    sicm_test::ChildRun run = sicm_test::RunInChild([&] {
+      setenv(c.name, c.value, 1);
+      if (sicm_init_with(share ? SICM_INIT_SHARE_TOPOLOGY : 0) != 0) return 10;
+      const sc_options &o = sc_state_get()->options;
+      int unset = o.migrate_threads == 0 && o.migrate_huge == SC_MOVE_HEADS && o.share_topology == share;
+      return unset ? 0 : 11;
+    });
+    std::string shown = std::string(c.value).substr(0, 60);
+    EXPECT_EQ(0, run.status) << c.name << "=" << shown << " (11: not the default)\n" << run.err;
+    EXPECT_EQ(1, sicm_test::Occurrences(run.err, "\n")) << c.name << "=" << shown << "\n" << run.err;
+    EXPECT_NE(std::string::npos, run.err.find(std::string("libsicm: ") + c.name + "=\"" + shown))
+        << run.err;
+    EXPECT_NE(std::string::npos, run.err.find(c.accepted)) << run.err;
+  }
+  // Valid values are taken, without a word.
+  sicm_test::ChildRun run = sicm_test::RunInChild([] {
+    setenv("SICM_MIGRATE_THREADS", "4", 1);
+    setenv("SICM_MIGRATE_HUGE", "subpages", 1);
+    if (sicm_init() != 0) return 10;
+    const sc_options &o = sc_state_get()->options;
+    return o.migrate_threads == 4 && o.migrate_huge == SC_MOVE_SUBPAGES ? 0 : 11;
+  });
+  EXPECT_EQ(0, run.status);
+  EXPECT_EQ("", run.err);
+}

@@ -19,12 +19,19 @@ pl_config pl_conf;
 #define PL_DEFAULT_MIN ((size_t)1 << 20)
 #define PL_DEFAULT_RESERVE ((size_t)32 << 20)
 
-/* A size with an optional binary suffix: 4096, 64K, 1M, 1.5G, 2GiB. */
+/* A size with an optional binary suffix: 4096, 64K, 1M, 1.5G, 2GiB.  The
+ * number is digits with at most one decimal point between digits: strtod
+ * alone would take "nan", "inf", hexadecimal and exponents. */
 static int parse_size(const char *s, size_t *out) {
+  size_t number = strspn(s, "0123456789");
+  if (number > 0 && s[number] == '.') {
+    size_t fraction = strspn(s + number + 1, "0123456789");
+    number = fraction > 0 ? number + 1 + fraction : 0;
+  }
   char *end;
   errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || errno != 0 || v < 0)
+  double v = number > 0 ? strtod(s, &end) : 0;
+  if (number == 0 || errno != 0 || end != s + number)
     return -1;
   double scale = 1;
   switch (*end) {

@@ -43,6 +43,10 @@ step "unknown key" bad "min=1M;colour=blue" "SICM_PRELOAD: unknown key .*colour"
 step "unknown device" bad "device=fast" "unknown device .*fast"
 step "missing kind" bad "device=hbm" "this machine has no device of that kind"
 step "no equals" bad "min" "SICM_PRELOAD: expected key=value"
+for value in nan inf 1e3 0x10 -5 1.M .5M 4x; do
+  step "size $value" bad "budget=$value" "SICM_PRELOAD: bad value .*budget=$value"
+done
+step "min nan" bad "min=nan" "SICM_PRELOAD: bad value .*min=nan"
 
 # Invalid frees of arena memory abort with a message, as glibc's do.
 aborts() {
