@@ -13,7 +13,12 @@
  *   sicm_arena     a name: allocations with the same name share one arena
  *                  (placed by the first one's sicm_memory), which
  *                  sicm_arena_lookup() returns and sicm_arena_set_device()
- *                  moves whole. */
+ *                  moves whole.
+ * An arena (of a name or of a memory value) lives while it holds blocks
+ * of MPI_Alloc_mem: when MPI_Free_mem frees its last one, the arena is
+ * destroyed and the name forgotten (a later allocation of that name makes
+ * a new arena, placed anew).  Names are limited only by libsicm's arena
+ * limit, reported with its own error string. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <mpi.h>
@@ -27,7 +32,6 @@
 #include "sicm.h"
 
 #define NAME_MAX_LEN 64
-#define NAMED_MAX 64
 #define NODES_BITS 1024
 
 typedef enum fallback { FALLBACK_NULL, FALLBACK_DEFAULT, FALLBACK_ABORT } fallback;
@@ -40,20 +44,24 @@ typedef struct hints {
   char arena[NAME_MAX_LEN];         /* "" : the memory's own arena */
 } hints;
 
-/* Arenas by sicm_memory value and by sicm_arena name; created on first use,
- * kept until the process ends (memory from them may outlive MPI). */
+/* Arenas by sicm_memory value and by sicm_arena name, created on first use
+ * and destroyed when MPI_Free_mem frees their last block (memory from them
+ * may outlive MPI).  `blocks` counts the blocks handed out, and the
+ * allocations in progress, so that no arena is destroyed under one. */
 typedef struct named_arena {
   char name[NAME_MAX_LEN + 8];
   sicm_arena arena;
+  size_t blocks;
 } named_arena;
 
 static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
-static named_arena arenas[NAMED_MAX];
-static unsigned narenas;
+static named_arena *arenas;         /* under arenas_lock */
+static unsigned narenas, arenas_room;
 static int initialized;             /* under arenas_lock: sicm_init done */
 
-/* Error codes of class MPI_ERR_INFO_VALUE with our own text. */
-static int code_bad_memory, code_bad_fallback, code_bad_name;
+/* Error codes with our own text: of class MPI_ERR_INFO_VALUE for bad
+ * values, MPI_ERR_NO_MEM for libsicm's arena limit. */
+static int code_bad_memory, code_bad_fallback, code_bad_name, code_arena_limit;
 
 /* Made once, under arenas_lock (threads of an MPI_THREAD_MULTIPLE program
  * may allocate at once). */
@@ -63,13 +71,16 @@ static int error_codes_make_locked(void) {
     return 0;
   if (MPI_Add_error_code(MPI_ERR_INFO_VALUE, &code_bad_memory) != MPI_SUCCESS ||
       MPI_Add_error_code(MPI_ERR_INFO_VALUE, &code_bad_fallback) != MPI_SUCCESS ||
-      MPI_Add_error_code(MPI_ERR_INFO_VALUE, &code_bad_name) != MPI_SUCCESS)
+      MPI_Add_error_code(MPI_ERR_INFO_VALUE, &code_bad_name) != MPI_SUCCESS ||
+      MPI_Add_error_code(MPI_ERR_NO_MEM, &code_arena_limit) != MPI_SUCCESS)
     return -1;
   MPI_Add_error_string(code_bad_memory, "libsicm-mpi: info key sicm_memory must be hbm, dram, "
                                         "capacity, high_bw, low_lat, large_cap or node:N");
   MPI_Add_error_string(code_bad_fallback,
                        "libsicm-mpi: info key sicm_fallback must be null, default or abort");
   MPI_Add_error_string(code_bad_name, "libsicm-mpi: info key sicm_arena must be 1 to 63 bytes");
+  MPI_Add_error_string(code_arena_limit, "libsicm-mpi: libsicm's limit of live arenas is "
+                                         "reached (free the blocks of other sicm_arena names)");
   made = 1;
   return 0;
 }
@@ -161,27 +172,78 @@ static int memory_devices(const char *memory, sicm_device **out, unsigned max) {
   return -1;
 }
 
-/* The arena for the hints: the named one, else the memory's; created on
- * first use.  NULL with errno ENODEV when the memory has no device. */
+/* The entry of `key`, or NULL; under arenas_lock. */
+static named_arena *entry_find(const char *key) {
+  for (unsigned i = 0; i < narenas; i++)
+    if (strcmp(arenas[i].name, key) == 0)
+      return &arenas[i];
+  return NULL;
+}
+
+/* A new entry of `key` with a new arena, or NULL with errno; under
+ * arenas_lock. */
+static named_arena *entry_make(const char *key, sicm_device **devs, int ndevs) {
+  if (ndevs == 0) {
+    errno = ENODEV;
+    return NULL;
+  }
+  if (narenas == arenas_room) {
+    unsigned room = arenas_room ? 2 * arenas_room : 16;
+    named_arena *grown = realloc(arenas, room * sizeof *grown);
+    if (grown == NULL)
+      return NULL;
+    arenas = grown;
+    arenas_room = room;
+  }
+  sicm_arena a = sicm_arena_create_devices(0, devs, (unsigned)ndevs, 0);
+  if (a == NULL)
+    return NULL;
+  named_arena *e = &arenas[narenas++];
+  snprintf(e->name, sizeof e->name, "%s", key);
+  e->arena = a;
+  e->blocks = 0;
+  return e;
+}
+
+/* Drops one block (or allocation in progress) of the arena; the last one
+ * destroys it and forgets its name.  Under arenas_lock. */
+static void entry_release(named_arena *e) {
+  if (--e->blocks > 0)
+    return;
+  sicm_arena_destroy(e->arena);
+  *e = arenas[--narenas];
+}
+
+/* The arena for the hints (the named one, else the memory's), created on
+ * first use, with one block reserved in it for the caller: allocate, then
+ * arena_done().  NULL with errno ENODEV when the memory has no device. */
 static sicm_arena arena_for(const hints *h, sicm_device **devs, int ndevs) {
   char key[sizeof arenas[0].name];
   snprintf(key, sizeof key, "%s%s", h->arena[0] ? "name:" : "memory:",
            h->arena[0] ? h->arena : h->memory);
   pthread_mutex_lock(&arenas_lock);
-  sicm_arena a = NULL;
-  for (unsigned i = 0; i < narenas && a == NULL; i++)
-    if (strcmp(arenas[i].name, key) == 0)
-      a = arenas[i].arena;
-  if (a == NULL && ndevs == 0)
-    errno = ENODEV;
-  else if (a == NULL && narenas == NAMED_MAX)
-    errno = ENOSPC;
-  else if (a == NULL && (a = sicm_arena_create_devices(0, devs, (unsigned)ndevs, 0)) != NULL) {
-    snprintf(arenas[narenas].name, sizeof arenas[narenas].name, "%s", key);
-    arenas[narenas++].arena = a;
-  }
+  named_arena *e = entry_find(key);
+  if (e == NULL)
+    e = entry_make(key, devs, ndevs);
+  sicm_arena a = e ? e->arena : NULL;
+  if (e != NULL)
+    e->blocks++;
   pthread_mutex_unlock(&arenas_lock);
   return a;
+}
+
+/* Ends what arena_for() reserved: kept (the block was handed out) or
+ * released (the allocation failed, or the block was freed). */
+static void arena_done(sicm_arena a, int kept) {
+  if (kept)
+    return;
+  pthread_mutex_lock(&arenas_lock);
+  for (unsigned i = 0; i < narenas; i++)
+    if (arenas[i].arena == a) {
+      entry_release(&arenas[i]);
+      break;
+    }
+  pthread_mutex_unlock(&arenas_lock);
 }
 
 static int library_start(void) {
@@ -233,10 +295,13 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
   if (size < 0)
     return raise_error(MPI_ERR_SIZE);
   sicm_arena a = arena_for(&h, devs, ndevs);
+  if (a == NULL && errno == EAGAIN) /* libsicm's arena limit: not a lack of memory */
+    return raise_error(code_arena_limit);
   if (a == NULL)
     return fallback_take(&h, size, info, baseptr,
                          errno == ENODEV ? "no such device here" : sicm_error_detail());
   void *p = sicm_arena_alloc(a, size > 0 ? (size_t)size : 1);
+  arena_done(a, p != NULL);
   if (p == NULL)
     return fallback_take(&h, size, info, baseptr, sicm_error_detail());
   *(void **)baseptr = p;
@@ -244,8 +309,10 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
 }
 
 int MPI_Free_mem(void *base) {
-  if (base != NULL && sicm_arena_lookup(base) != NULL) {
+  sicm_arena a = base != NULL ? sicm_arena_lookup(base) : NULL;
+  if (a != NULL) {
     sicm_free(base);
+    arena_done(a, 0); /* an arena of ours: its last block destroys it */
     return MPI_SUCCESS;
   }
   return PMPI_Free_mem(base);
