@@ -369,8 +369,14 @@ SICM_API void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
  * allocation can start is refused the same way, in O(1): one in a page
  * where no allocation starts (a page never handed out, the inside of a
  * large block), or one not placed as a block of its page's size class
- * starts.  Freeing a block twice, or an address inside a small block that
- * is placed like a block start, is undefined, as with free(3). */
+ * starts.  Freeing a block twice is refused the same way (EINVAL, nothing
+ * freed) when the block is large, or when it is the block freed last into
+ * this thread's bin of its size; any other double free, an address inside
+ * a small block that is placed like a block start, and a pointer into an
+ * arena that was destroyed are undefined, as with free(3): once another
+ * block lives at that address (a new arena may reuse the address range),
+ * no check short of a tag per block, paid by every call, tells the two
+ * apart. */
 SICM_API void sicm_free(void *ptr);
 
 /* Usable size of an allocation (at least the size asked for).  Returns it,
@@ -692,6 +698,7 @@ SICM_API int sicm_arena_check(sicm_arena sa, sicm_heap_report *report);
  * another layout exports other names, so that a program built against
  * this one fails to start rather than misreads it. */
 #define SICM_BIN_CAP_V2 32
+
 typedef struct sicm_bin_v2 {
   unsigned count, limit;      /* limit <= SICM_BIN_CAP_V2 */
   void *slots[SICM_BIN_CAP_V2];
@@ -734,8 +741,11 @@ static inline void sicm_free_inline_v2(void *ptr) {
     unsigned bin_index = __atomic_load_n(&f->tags[offset >> 12], __ATOMIC_RELAXED) - 1u;
     if (bin_index < f->nbins && ((uintptr_t)ptr & f->start_mask[bin_index]) == 0) {
       sicm_bin_v2 *bin = &f->bins[bin_index];
-      if (bin->count < bin->limit) {
-        bin->slots[bin->count++] = ptr;
+      unsigned count = bin->count;
+      /* The block freed last in this bin again: the library refuses it. */
+      if (count < bin->limit && (count == 0 || bin->slots[count - 1] != ptr)) {
+        bin->slots[count] = ptr;
+        bin->count = count + 1;
         return;
       }
     }

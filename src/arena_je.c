@@ -197,10 +197,13 @@ static void private_free(sc_arena *a, uint64_t generation, void *ptr) {
     return;
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);
   int flag = cache ? cache->flag : MALLOCX_TCACHE_NONE;
-  if (cls >= sc_je_size_classes.nbins || cache == NULL)
-    je_sdallocx(ptr, sc_je_size_classes.size[cls], flag);
-  else
-    sc_bin_push(cache, cls, ptr);
+  if (cls < sc_je_size_classes.nbins && cache != NULL) {
+    sc_bin_free(cache, cls, ptr);
+    return;
+  }
+  if (cls >= sc_je_size_classes.nbins)
+    sc_page_class_clear(ptr);
+  je_sdallocx(ptr, sc_je_size_classes.size[cls], flag);
 }
 
 static void *private_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
@@ -208,10 +211,17 @@ static void *private_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t
     return NULL;
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);
   int flags = alloc_flags(a, cache);
+  /* A large block's tag goes before jemalloc may free it (as a free); it
+   * comes back when the block stays. */
+  unsigned old = block_class(ptr);
+  if (old >= sc_je_size_classes.nbins)
+    sc_page_class_clear(ptr);
   sc_je_hook_failed = 0;
   void *p = je_rallocx(ptr, sz, flags);
   if (p == NULL && maxsize_relieve(a, cache))
     p = je_rallocx(ptr, sz, flags);
+  if (p == NULL && old >= sc_je_size_classes.nbins)
+    sc_page_class_set(ptr, old);
   if (p != NULL)
     sc_page_class_set(p, sc_class_of(sz));
   return alloc_result(p, a, sz);

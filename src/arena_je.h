@@ -180,6 +180,28 @@ static inline void sc_bin_push(sc_thread_cache *cache, unsigned b, void *ptr) {
   bin->count = count + 1;
 }
 
+/* Frees a block of binned class b into this thread's bin; 0, or -1 with
+ * errno EINVAL when it is the block freed last into that bin: a double
+ * free, of which nothing is done (checking the whole bin would cost every
+ * free more than the fast path's budget). */
+static inline int sc_bin_free(sc_thread_cache *cache, unsigned b, void *ptr) {
+  const sc_bin *bin = &cache->bins[b];
+  if (__builtin_expect(bin->count > 0 && bin->slots[bin->count - 1] == ptr, 0))
+    return sc_fail(EINVAL, "double free of %p: it is the block freed last", ptr);
+  sc_bin_push(cache, b, ptr);
+  return 0;
+}
+
+/* Forgets the class of a large block about to be freed, before jemalloc
+ * may hand its pages out again: a second free of it then finds no block
+ * start (EINVAL) and never reaches jemalloc.  (A small block's page holds
+ * others: its tag stays.) */
+static inline void sc_page_class_clear(void *p) {
+  uint8_t *tag = sc_page_tag_of(p);
+  if (tag != NULL)
+    __atomic_store_n(tag, 0, __ATOMIC_RELAXED);
+}
+
 /* ---- arena_je_fast.c ---- */
 /* This thread's front (sicm.h's sicm_front_v2, reached here through a
  * hidden name so that the library's accesses stay within the module). */

@@ -89,10 +89,12 @@ void sicm_free(void *ptr) {
       if (cache != NULL &&
           cache->generation ==
               __atomic_load_n(&sc_arena_slots[slot]->live_generation, __ATOMIC_ACQUIRE)) {
-        if (cls < sc_je_size_classes.nbins)
-          sc_bin_push(cache, cls, ptr);
-        else
+        if (cls < sc_je_size_classes.nbins) {
+          sc_bin_free(cache, cls, ptr);
+        } else {
+          sc_page_class_clear(ptr);
           je_sdallocx(ptr, sc_je_size_classes.size[cls], cache->flag);
+        }
         return;
       }
     }

@@ -295,6 +295,41 @@ TEST_F(Arena, AddressesWhereNoAllocationStartsAreEinval) {
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
+// Double frees: a small block freed twice in a row into its bin, inline
+// or called, and a large block freed twice, or freed after a realloc moved
+// it, are EINVAL; nothing is freed twice and the heap goes on.
+TEST_F(Arena, DoubleFreesOfTheLastFreedOrOfLargeBlocksAreEinval) {
+  sicm_arena a = Create();
+  for (bool inlined : {true, false}) {
+    for (size_t size : {(size_t)64, (size_t)4096, (size_t)1 << 20, (size_t)16 << 20}) {
+      void *p = sicm_arena_alloc(a, size);
+      ASSERT_NE(nullptr, p);
+      memset(p, 1, size);
+      inlined ? sicm_free(p) : (sicm_free)(p);
+      errno = 0;
+      inlined ? sicm_free(p) : (sicm_free)(p);
+      EXPECT_EQ(EINVAL, errno) << size << (inlined ? " inline" : " called");
+      // It was freed once: the next two allocations of the size are not both it.
+      void *x = sicm_arena_alloc(a, size), *y = sicm_arena_alloc(a, size);
+      EXPECT_TRUE(x != nullptr && y != nullptr && x != y) << size;
+      sicm_free(y);
+      sicm_free(x);
+    }
+  }
+  char *big = (char *)sicm_arena_alloc(a, 1 << 20);
+  void *blocker = sicm_arena_alloc(a, 1 << 20);  // so that growing must move it
+  char *moved = (char *)sicm_realloc(big, 64 << 20);
+  ASSERT_NE(nullptr, moved);
+  if (moved != big) {
+    errno = 0;
+    sicm_free(big);
+    EXPECT_EQ(EINVAL, errno) << "free of a block realloc moved";
+  }
+  sicm_free(moved);
+  sicm_free(blocker);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
 TEST_F(Arena, DestroyedHandleIsStaleEvenWhenTheSlotIsReused) {
   sicm_arena a = Create();
   void *p = sicm_arena_alloc(a, 64);
