@@ -9,7 +9,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
 SICM_TOP_SRCDIR=$src python3 "$src/tools/mkman.py" "$version" "$tmp" || exit 1
-if ! diff -r "$tmp/man3" "$src/man/man3" >"$tmp/diff" || ! cmp -s "$tmp/pages.am" "$src/man/pages.am"; then
+if ! diff -r "$tmp/man3" "$src/man/man3" >"$tmp/diff" || ! cmp -s "$tmp/pages.am" "$src/man/pages.am" ||
+   ! diff "$tmp/man7/sicm.7" "$src/man/man7/sicm.7" >>"$tmp/diff"; then
   head -40 "$tmp/diff"
   echo "man/ is stale: run tools/mkman.py $version man (from the top of the source tree)"
   failed=1
@@ -27,8 +28,14 @@ for f in $functions; do
   fi
 done
 echo "$count public functions, each with a page"
+# Every environment variable the libraries read has its entry in sicm(7).
+variables=$(grep -rhoE '(getenv|sc_env_[a-z]+)\("[A-Z_]+"' "$src/src" | sed 's/.*("//; s/"$//' | sort -u)
+for v in $variables; do
+  grep -q "^## $v\$" "$src/docs/sicm.7.txt" || { echo "sicm(7) does not document $v"; failed=1; }
+done
+echo "$(echo $variables | wc -w) environment variables, each in sicm(7)"
 if command -v groff >/dev/null; then
-  for page in "$src"/man/man3/*.3 "$src"/man/man1/*.1; do
+  for page in "$src"/man/man3/*.3 "$src"/man/man1/*.1 "$src"/man/man7/*.7; do
     warnings=$(cd "$src/man" && groff -man -Tutf8 -ww -z "$page" 2>&1)
     [ -z "$warnings" ] || { echo "$warnings"; failed=1; }
   done

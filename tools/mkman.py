@@ -4,7 +4,8 @@ headers — one page per topic of the header (the banner comments), holding
 the topic's types and every function with its comment, plus one page per
 function that sources its topic's page, so `man FUNCTION` works.
 
-  tools/mkman.py VERSION OUTDIR    writes OUTDIR/man3/*.3 and OUTDIR/pages.am
+  tools/mkman.py VERSION OUTDIR    writes OUTDIR/man3/*.3, OUTDIR/man7/sicm.7
+                                   (from docs/sicm.7.txt) and OUTDIR/pages.am
 
 The headers are the one source: tests/man.sh regenerates the pages and
 fails when the checked-in copy (man/) differs or a function has no page."""
@@ -154,6 +155,33 @@ def page(version, page_name, summary, title, body, header, others):
     return names, "\n".join(out) + "\n"
 
 
+def overview(version, text):
+    """docs/sicm.7.txt to roff: '# ' sections, '## ' tagged items, '.'
+    lines as they are, indented lines as literal blocks, the rest text."""
+    out = [f'.TH SICM 7 "" "libsicm {version}" "libsicm Manual"']
+    literal = False
+    for line in text.split("\n"):
+        if literal and not line.startswith("    "):
+            out += [".fi", ".in"]
+            literal = False
+        if line.startswith("# "):
+            out.append(".SH " + line[2:])
+        elif line.startswith("## "):
+            out += [".TP", ".B " + esc(line[3:], code=True)]
+        elif line.startswith("    "):
+            if not literal:
+                out += [".in +4n", ".nf"]
+                literal = True
+            out.append(esc(line[4:], code=True))
+        elif line.startswith("."):
+            out.append(line)
+        elif line.startswith("sicm - "):
+            out.append("sicm \\- " + esc(line[7:]))
+        elif line:
+            out.append(esc(line))
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
 def main():
     version, outdir = sys.argv[1], sys.argv[2]
     top = os.environ.get("SICM_TOP_SRCDIR", os.path.join(os.path.dirname(__file__), ".."))
@@ -175,6 +203,9 @@ def main():
                     with open(os.path.join(outdir, "man3", name + ".3"), "w") as f:
                         f.write(f".so man3/{topic[1]}.3\n")
                     links.append(name)
+    os.makedirs(os.path.join(outdir, "man7"), exist_ok=True)
+    with open(os.path.join(outdir, "man7", "sicm.7"), "w") as f:
+        f.write(overview(version, open(os.path.join(top, "docs", "sicm.7.txt")).read()))
     files = sorted(f"man/man3/{n}.3" for n in pages + links)
     with open(os.path.join(outdir, "pages.am"), "w") as f:
         f.write("# Written by tools/mkman.py from the public headers; do not edit.\n")
