@@ -187,7 +187,7 @@ SICM_API sicm_device *sicm_device_of_node(int node, size_t page_size);
  *   EPERM   not initialized;
  *   EIO     the kernel gave no answer for this node (e.g. a topology loaded
  *           from an XML file describes another machine). */
-SICM_API int sicm_device_free(const sicm_device *dev, size_t *free_bytes);
+SICM_API int sicm_device_get_free_bytes(const sicm_device *dev, size_t *free_bytes);
 
 /* NUMA distance between two nodes (ACPI SLIT; 10 means local).
  * Returns the distance, or -1 with errno EPERM (not initialized) or EINVAL
@@ -287,27 +287,21 @@ enum sicm_arena_flags {
  * of maxsize less a page always fits (the allocator rounds a large size up
  * to its size class, at most 25% more, plus a page).  Under concurrent
  * traffic an allocation is refused when it does not fit beside what every
- * thread holds: with 2-4 threads of random 16 B - 1 MiB blocks against
- * 32 MiB, the median refusal came with 85-93% of maxsize live, nine in ten
- * with 76% or more, none below 58%.  An arena with a maxsize below
- * 256 MiB keeps per thread at most 1/64 of it cached, with no allocator
- * thread cache behind that.  Refusals cost nothing lasting.  The allocator's metadata for the arena (about 84 KiB at
- * first, 2 MiB of address space) lives in ordinary memory near the threads
- * that use the arena: it takes no room on `dev`, does not count against
- * maxsize and is not moved by sicm_arena_set_device().
+ * thread holds and caches, after the arena has given back the calling
+ * thread's cached regions and every free page and tried once more; a
+ * refusal leaves nothing behind.  An arena with a maxsize below 256 MiB
+ * caches per thread at most 1/64 of it, with no allocator thread cache
+ * behind that.  The allocator's metadata for the arena lives in ordinary
+ * memory near the threads that use it: it takes no room on `dev`, does not
+ * count against maxsize and is not moved by sicm_arena_set_device().
  *
- * What an arena costs (measured on x86-64 with 1,000 arenas of one 64-byte
- * allocation each): 16 GiB of reserved address space (no memory) plus about
- * 8 MiB more for its page tags, the allocator's radix-tree leaf and its
- * metadata; 126 KiB resident, 84 KiB of it metadata; 4 KiB of
- * sicm_arena_size().  Threads that use an arena at the same time get
- * allocator arenas of their own, up to one per CPU (at most 8), each
- * another 2 MiB of address space and 84 KiB of metadata; an arena with a
- * maxsize below 256 MiB keeps one.  After destroy, about 6 MiB of address space and
- * 70 KiB resident per arena stay until new arenas reuse the same addresses
- * (the allocator's metadata for that range); a process that creates and
- * destroys arenas in a loop stays flat.  A thread keeps up to 256 KiB per
- * size class and arena in its caches, freed at thread exit or destroy.
+ * Cost: an arena reserves 16 GiB of address space (no memory) and a little
+ * metadata; threads that use it at the same time get allocator arenas of
+ * their own, up to one per CPU and at most 8 (one for a maxsize below
+ * 256 MiB); a thread caches up to 256 KiB per size class and arena, given
+ * back at thread exit or destroy.  What a destroyed arena leaves is reused
+ * by the next ones, so a process that creates and destroys arenas in a
+ * loop stays flat.  BENCHMARKS.md ("What an arena costs") has the figures.
  * Returns the arena, or NULL with errno
  *   EPERM   library not initialized;
  *   EINVAL  dev NULL or not from sicm_devices();
@@ -340,9 +334,10 @@ SICM_API int sicm_arena_destroy(sicm_arena sa);
  *           memory is exhausted. */
 SICM_API void *sicm_arena_alloc(sicm_arena sa, size_t sz);
 
-/* As sicm_arena_alloc(), aligned to `align` bytes; EINVAL also when align
- * is not a power of two. */
-SICM_API void *sicm_arena_alloc_aligned(sicm_arena sa, size_t sz, size_t align);
+/* As sicm_arena_alloc(), aligned to `alignment` bytes (arguments in the
+ * order of C11 aligned_alloc); EINVAL also when alignment is not a power
+ * of two. */
+SICM_API void *sicm_arena_aligned_alloc(sicm_arena sa, size_t alignment, size_t sz);
 
 /* As sicm_arena_alloc() for n * sz zeroed bytes; ENOMEM when n * sz
  * overflows, EINVAL when it is 0. */
@@ -437,7 +432,7 @@ typedef struct sicm_arena_stats {
 
 /* Statistics of one arena (jemalloc's, refreshed on each call).  Returns 0,
  * or -1 with errno EINVAL (bad handle or out NULL), ESTALE, or EIO. */
-SICM_API int sicm_arena_stats_get(sicm_arena sa, sicm_arena_stats *out);
+SICM_API int sicm_arena_get_stats(sicm_arena sa, sicm_arena_stats *out);
 
 /* Flags of sicm_stats_print(). */
 enum sicm_stats_flags {
@@ -538,7 +533,7 @@ SICM_API int sicm_arena_last_migration(sicm_arena sa, sicm_migration_report *rep
 /* Threads used to move a large arena (default: the CPUs this process may
  * run on; also from SICM_MIGRATE_THREADS at sicm_init()).  How they move
  * them is SICM_MIGRATE_HUGE's at sicm_init(): one move_pages entry per
- * 2 MiB block first (default, the fastest measured), `subpages` (an entry
+ * 2 MiB block first (default; BENCHMARKS.md compares), `subpages` (an entry
  * per 4 KiB page) or `mbind` (one thread).  Returns 0, or -1
  * with errno EINVAL when threads is 0 or above 256. */
 SICM_API int sicm_migrate_set_threads(unsigned threads);
@@ -568,200 +563,15 @@ SICM_API int sicm_migration_cancel(sicm_migration *m);
  * cancelled); EINVAL when m is NULL. */
 SICM_API int sicm_migration_wait(sicm_migration *m, sicm_migration_report *report);
 
-/* ------------------------------------------------------------------------ */
-/* Shared arenas: one heap in POSIX shared memory, for processes of a node  */
-/* ------------------------------------------------------------------------ */
-
-/* A shared arena is a POSIX shared-memory object holding a whole heap — its
- * free lists, its statistics and its lock — mapped at the same virtual
- * address in every process that attaches it, so a pointer stored in the
- * arena is valid in all of them.  Any process may free, realloc or look up
- * any block; memory one process frees is reused by the others.
- * sicm_arena_alloc(), sicm_arena_alloc_aligned(), sicm_arena_calloc(),
- * sicm_realloc(), sicm_arena_realloc(), sicm_free(), sicm_usable_size(),
- * sicm_arena_lookup(), sicm_arena_size(), sicm_arena_stats_get(),
- * sicm_arena_residency(), sicm_arena_get_device(s)() and
- * sicm_arena_set_device(s)() all work on it.  sicm_arena_destroy() detaches
- * it (as sicm_arena_detach()).
- *
- * The heap survives the death of a process at any point, even while it
- * holds the heap's lock in the middle of an update: the next process to
- * take the lock rolls back the interrupted update and rebuilds the free
- * lists.  Blocks the dead process had allocated stay allocated; no block of
- * a surviving process is lost or changed.  A lock word that names a holder
- * that is gone (checked against the pid, start time and pid namespace the
- * holder records, after 100 ms of waiting; 1 s for a lock word with no
- * matching record) is repaired the same way; a holder in another pid
- * namespace cannot be checked and is waited on.
- *
- * Every process treats the segment as untrusted: its bounds are read once
- * at attach, and every offset, size and list link read from it is checked
- * before use.  Calls on a damaged heap fail with errno EUCLEAN and
- * sicm_error_detail() names the field (sicm_arena_alloc(),
- * sicm_arena_realloc(), sicm_realloc(), sicm_free() and the others above);
- * a block whose own header is damaged is refused as not a block (EINVAL).
- * A heap whose lock holder died and whose journal or blocks cannot be
- * repaired stays refused (ENOTRECOVERABLE) for every process.
- *
- * Names are "/" followed by 1 to 200 characters from [A-Za-z0-9._-], not
- * "/." or "/.."; the object appears as /dev/shm/<name>. */
-
-/* Create the shared arena `name` of `size` bytes (rounded up to the page
- * size; 12 KiB of it hold the heap's header, and each block has 16 bytes of
- * header) with every page on `dev` (strict binding),
- * and attach it.  `mode` gives the object's permissions (0: 0600).  The
- * address is the middle of the largest free range of this process's address
- * space, aligned to 16 GiB; attachers map the arena there.
- * Returns the arena, or NULL with errno
- *   EPERM   library not initialized;
- *   EINVAL  bad name, size below 64 KiB or above 64 TiB, mode beyond 0777,
- *           dev NULL or not from sicm_devices();
- *   ENOTSUP dev is a hugetlb device;
- *   EEXIST  a shared arena of that name exists already, or another
- *           process is creating it now (a name left by a creator that died
- *           before finishing is reclaimed, not refused);
- *   ENOSPC  /dev/shm (a tmpfs, whose pages the arena gets as they are
- *           first touched) has less free space than `size`;
- *   ENOMEM  no free address range of that size, or out of memory;
- *   EACCES  permission denied by /dev/shm;
- *   EAGAIN  every arena slot is in use;
- *   or the errno of shm_open(3), ftruncate(2) or mmap(2). */
-SICM_API sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *dev,
-                                             unsigned mode);
-
-/* Attach the shared arena `name`, created by this or another process, at
- * the address its creator chose.  Attaching an arena this process has
- * attached already returns the same handle.  Returns the arena, or NULL
- * with errno
- *   EPERM    library not initialized;
- *   EINVAL   bad name;
- *   ENOENT   no shared arena of that name, or only one its creator
- *            abandoned: it died before finishing it (sicm_error_detail()
- *            names its pid; creating the name again reclaims it);
- *   EACCES   the object's mode does not let this process read and write it;
- *   EPROTO   the object is not a libsicm shared arena, one of another
- *            version or layout, or its header places it where no process
- *            can map it (base 0, unaligned, beyond the user address space)
- *            or its heap anywhere but the whole object
- *            (sicm_error_detail() says which);
- *   EUCLEAN  its recorded memory policy is not one libsicm writes;
- *   EBADMSG  the object is shorter than its header says (truncated);
- *   EEXIST   the arena's address range is already mapped in this process
- *            (sicm_error_detail() names the range and what holds it);
- *            nothing is unmapped or changed;
- *   EAGAIN   its creator, still alive, has not finished initializing it
- *            (after 2 s), or every arena slot is in use.
- * Threads attaching one arena at once all get the same handle. */
-SICM_API sicm_arena sicm_arena_attach(const char *name);
-
-/* Detach a shared arena from this process: its pointers become invalid
- * here; the arena and its blocks live on for the other processes, and for a
- * later attach, until it is unlinked and every process has detached.
- * Returns 0, or -1 with errno EINVAL (not a shared arena handle) or ESTALE
- * (already detached or destroyed). */
-SICM_API int sicm_arena_detach(sicm_arena sa);
-
-/* Remove the name of a shared arena (shm_unlink(3)): no process can attach
- * it any more; processes attached keep using it.  Returns 0, or -1 with
- * errno EINVAL (bad name), ENOENT (no such arena) or EACCES. */
-SICM_API int sicm_arena_unlink(const char *name);
-
-/* What sicm_arena_check() found in a shared arena's heap. */
-typedef struct sicm_heap_report {
-  size_t blocks_used, blocks_free;
-  size_t bytes_used, bytes_free;   /* block sizes, headers included */
-  size_t largest_free;             /* the largest allocation sure to succeed now */
-  uint64_t repairs;                /* times a dead process's lock was repaired */
-  uint64_t updates_undone;         /* of those, updates interrupted and rolled back */
-} sicm_heap_report;
-
-/* Verify every invariant of a shared arena's heap under its lock: the
- * blocks tile the heap, boundary tags agree, no two free blocks are
- * adjacent, each free list holds exactly the free blocks of its size class,
- * the bitmaps match the lists, the statistics match the blocks, and no
- * update is pending.  Fills `report` when not NULL.  Returns 0, or -1 with
- * errno EINVAL (not a shared arena), ESTALE, or EUCLEAN (an invariant does
- * not hold: sicm_error_detail() says which, and where). */
-SICM_API int sicm_arena_check(sicm_arena sa, sicm_heap_report *report);
-
-/* ---- The inline fast path ----
- * sicm_arena_alloc() and sicm_free() calls compile, in a program built with
- * GCC or Clang, to an inline check of this thread's front: the bins of the
- * private arena the thread used last, which the library keeps up to date.
- * A hit takes a region from a bin or puts one back, with no call; anything
- * else calls the functions above, so behaviour and errors are theirs.
- * Define SICM_NO_INLINE before including this header to always call them
- * (taking their address, e.g. `&sicm_free`, always gives the function).
- *
- * The layout below is version 2 and is not for direct use.  The library
- * exports its objects as sicm_front_v2 and sicm_epoch_v2; a library with
- * another layout exports other names, so that a program built against
- * this one fails to start rather than misreads it. */
-#define SICM_BIN_CAP_V2 32
-
-typedef struct sicm_bin_v2 {
-  unsigned count, limit;      /* limit <= SICM_BIN_CAP_V2 */
-  void *slots[SICM_BIN_CAP_V2];
-} sicm_bin_v2;
-typedef struct sicm_front_v2_t {
-  uintptr_t arena;            /* the handle served; 0: none */
-  uint64_t epoch;             /* sicm_epoch_v2 when it was set */
-  uintptr_t base, size;       /* addresses whose pages `tags` describes */
-  const uint8_t *tags;        /* per 4 KiB page: binned class + 1, or other */
-  size_t max;                 /* largest size the bins serve */
-  const uint8_t *class_of;    /* (size - 1) / 8 -> bin */
-  unsigned nbins;
-  sicm_bin_v2 *bins;
-  const uint16_t *start_mask; /* per bin: address bits 0 where a block starts */
-} sicm_front_v2_t;
-#if defined(__GNUC__)
-SICM_API extern __thread sicm_front_v2_t sicm_front_v2;
-/* Advances whenever an arena is destroyed: a front set before is stale. */
-SICM_API extern uint64_t sicm_epoch_v2;
-#endif
-#if defined(__GNUC__) && !defined(SICM_NO_INLINE)
-
-static inline void *sicm_arena_alloc_inline_v2(sicm_arena sa, size_t sz) {
-  sicm_front_v2_t *f = &sicm_front_v2;
-  if ((uintptr_t)sa == f->arena && sz - 1 < f->max &&
-      f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
-    sicm_bin_v2 *bin = &f->bins[f->class_of[(sz - 1) >> 3]];
-    if (bin->count > 0)
-      return bin->slots[--bin->count];
-  }
-  return (sicm_arena_alloc)(sa, sz);
-}
-
-static inline void sicm_free_inline_v2(void *ptr) {
-  sicm_front_v2_t *f = &sicm_front_v2;
-  uintptr_t offset = (uintptr_t)ptr - f->base;
-  if (offset < f->size && f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
-    /* Atomic: another thread may be tagging a neighbouring page's block (the
-     * same byte codegen as a plain load on x86-64 and arm64). */
-    unsigned bin_index = __atomic_load_n(&f->tags[offset >> 12], __ATOMIC_RELAXED) - 1u;
-    if (bin_index < f->nbins && ((uintptr_t)ptr & f->start_mask[bin_index]) == 0) {
-      sicm_bin_v2 *bin = &f->bins[bin_index];
-      unsigned count = bin->count;
-      /* The block freed last in this bin again: the library refuses it. */
-      if (count < bin->limit && (count == 0 || bin->slots[count - 1] != ptr)) {
-        bin->slots[count] = ptr;
-        bin->count = count + 1;
-        return;
-      }
-    }
-  }
-  (sicm_free)(ptr);
-}
-
-#define sicm_arena_alloc(sa, sz) sicm_arena_alloc_inline_v2((sa), (sz))
-#define sicm_free(ptr) sicm_free_inline_v2(ptr)
-#endif
-
 #ifdef __cplusplus
 }
 #endif
 
-/* Allocators by intent and intent hints are declared apart. */
+/* Topics declared apart, each in a header of its own: shared arenas,
+ * allocators by intent and intent hints, and the inline fast path that
+ * sicm_arena_alloc() and sicm_free() compile to. */
+#include "sicm_shared.h"
 #include "sicm_allocator.h"
+#include "sicm_inline.h"
 
 #endif /* SICM_H */

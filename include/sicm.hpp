@@ -88,7 +88,7 @@ class arena_allocator {
   T *allocate(size_t n) {
     if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
     void *p = alignof(T) > alignof(std::max_align_t)
-                  ? sicm_arena_alloc_aligned(arena_, n * sizeof(T), alignof(T))
+                  ? sicm_arena_aligned_alloc(arena_, alignof(T), n * sizeof(T))
                   : sicm_arena_alloc(arena_, n * sizeof(T));
     if (!p) throw std::bad_alloc();
     return static_cast<T *>(p);

@@ -251,16 +251,6 @@ unsigned sc_window_snapshot(sc_arena *a, sc_window *out);
  * 0, or -1 with errno. */
 int sc_windows_residency(const sc_window *w, unsigned n, size_t *bytes, size_t nnodes);
 
-/* ---- migrate_move.c ---- */
-/* Moves the resident pages of the windows' used parts to `to` (their
- * policy is the caller's); strict: a page left elsewhere is a failure;
- * huge: the arena is in huge pages.  Adds to the report; 0, or -1 with
- * errno and the cause. */
-int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, int strict,
-                  int huge, int move_flag, const int *cancel, sicm_migration_report *report);
-/* Free bytes of the binding's nodes, as the kernel reports them now. */
-long long sc_binding_free(const sc_binding *b);
-
 /* ---- arena_resident.c: the resident pages of a range, in batches ---- */
 enum { SC_PAGE_LIST_MAX = 65536 }; /* pages per batch */
 typedef struct sc_page_list sc_page_list;

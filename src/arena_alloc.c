@@ -73,7 +73,7 @@ void *sc_arena_alloc_any(sicm_arena sa, size_t sz) {
   return a ? alloc_counted(a, sc_handle_generation(sa), sz, 0, 0) : NULL;
 }
 
-void *sicm_arena_alloc_aligned(sicm_arena sa, size_t sz, size_t align) {
+void *sicm_arena_aligned_alloc(sicm_arena sa, size_t align, size_t sz) {
   if (align == 0 || (align & (align - 1)) != 0)
     return sc_fail_null(EINVAL, "alignment %zu is not a power of two", align);
   sc_arena *a = sc_arena_resolve(sa);

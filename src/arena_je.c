@@ -20,8 +20,8 @@ _Static_assert(sizeof(sc_je_arena) <= SC_ARENA_KIND_DATA, "sc_je_arena outgrew k
 /* jemalloc's options, in the private build only (the system's would be
  * the process's malloc too).  Its tcache garbage collection runs on every
  * 64 KiB a thread allocates, for the thread's implicit tcache alone, which
- * libsicm never fills (every call names an explicit tcache or none): 11%
- * of a 1-4 MiB pair for nothing. */
+ * libsicm never fills (every call names an explicit tcache or none): work
+ * on every large pair for nothing. */
 const char *je_malloc_conf = "tcache_gc_incr_bytes:1099511627776";
 #endif
 
@@ -50,7 +50,7 @@ int sc_je_shard_add(sc_je_arena *je) {
     return sc_fail(err, "jemalloc could not create another arena (%s)", strerror(err));
   /* jemalloc purges a freed extent of 8 MiB or more at once (its
    * oversize_threshold); with two threads that madvise interrupts the
-   * other CPU at every large free (3-4x jemalloc's pair).  Large extents
+   * other CPU at every large free.  Large extents
    * decay like the rest; maxsize pressure purges on demand. */
   char cmd[64];
   snprintf(cmd, sizeof cmd, "arena.%u.oversize_threshold", index);

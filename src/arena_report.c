@@ -51,7 +51,7 @@ static int line_take(unsigned slot, arena_line *out) {
   out->library_default = a->library_default;
   int saved = errno;
   int n = sicm_arena_get_devices(out->handle, out->devices, SICM_ARENA_DEVICES_MAX);
-  int ok = n >= 0 && sicm_arena_stats_get(out->handle, &out->stats) == 0;
+  int ok = n >= 0 && sicm_arena_get_stats(out->handle, &out->stats) == 0;
   if (ok)
     sicm_arena_residency(out->handle, out->resident, REPORT_NODES); /* best effort */
   errno = saved;

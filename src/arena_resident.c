@@ -2,10 +2,9 @@
  * batches.  mincore(2) walks the page tables and skips what was never
  * touched, so counting and moving an arena costs what its resident pages
  * cost, not what the address range it ever used costs: asking
- * move_pages(2) for the node of every page of that range was most of the
- * time of residency and, after jemalloc's metadata, of migrating a small
- * arena (under TCG: 0.36 us per page, against 0.02 us with mincore).
- * Shared arenas walk their segment's runs with it too. */
+ * move_pages(2) for the node of every page of that range cost a system
+ * call's lookup per page, resident or not (BENCHMARKS.md, "The fixed cost
+ * of a move").  Shared arenas walk their segment's runs with it too. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,12 +7,12 @@
 
 #include "arena.h"
 
-int sicm_arena_stats_get(sicm_arena sa, sicm_arena_stats *out) {
+int sicm_arena_get_stats(sicm_arena sa, sicm_arena_stats *out) {
   sc_arena *a = sc_arena_resolve(sa);
   if (a == NULL)
     return -1;
   if (out == NULL)
-    return sc_fail(EINVAL, "sicm_arena_stats_get: out is NULL");
+    return sc_fail(EINVAL, "sicm_arena_get_stats: out is NULL");
   return a->ops->stats(a, out);
 }
 

@@ -8,7 +8,7 @@
  *   arena.h     arena records, operations table,       arena*.c
  *               handles, windows; the jemalloc kind
  *               in arena_je.h (arena_je*.c only)
- *   migrate     whole-arena migration                  migrate.c
+ *   migrate.h   whole-arena migration                  migrate*.c
  *   shared.h    shared arenas (a kind of arena)        shared_*.c
  *   intent      allocators and devices by intent       intent_*.c
  *   init.c      sicm_init / sicm_fini, above them all

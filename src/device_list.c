@@ -141,12 +141,12 @@ sicm_device *sicm_device_of_node(int node, size_t page_size) {
   return sc_fail_null(ENODEV, "no device on node %d with page size %zu", node, page_size);
 }
 
-int sicm_device_free(const sicm_device *dev, size_t *free_bytes) {
+int sicm_device_get_free_bytes(const sicm_device *dev, size_t *free_bytes) {
   sc_state *s = sc_state_get();
   if (s == NULL)
     return -1;
   if (free_bytes == NULL || !sc_device_is_known(s, dev))
-    return sc_fail(EINVAL, "sicm_device_free: %s", free_bytes == NULL
+    return sc_fail(EINVAL, "sicm_device_get_free_bytes: %s", free_bytes == NULL
                      ? "free_bytes is NULL" : "not a device from sicm_devices()");
   if (!s->topo.is_this_system)
     return sc_fail(EIO, "node %d belongs to a topology loaded from a file", dev->node);

@@ -98,17 +98,7 @@ void sc_devices_release(sicm_device_list *list);
  * and the last sicm_fini (init.c builds and releases it) ---- */
 
 /* Options from the environment, read once by sicm_init. */
-/* How the pages of an arena in huge pages are moved (SICM_MIGRATE_HUGE);
- * bench_migrate compares them, BENCHMARKS.md says why the default won. */
-typedef enum sc_move_method {
-  SC_MOVE_HEADS,                /* move_pages, one entry per 2 MiB block first */
-  SC_MOVE_SUBPAGES,             /* move_pages, an entry per 4 KiB page */
-  SC_MOVE_MBIND,                /* mbind(MPOL_MF_MOVE), as 4 KiB-page arenas */
-} sc_move_method;
-
 typedef struct sc_options {
-  unsigned migrate_threads;     /* SICM_MIGRATE_THREADS; 0: the CPUs we may run on */
-  sc_move_method migrate_huge;  /* SICM_MIGRATE_HUGE */
   int share_topology;           /* SICM_SHARE_TOPOLOGY, or sicm_init_with's flag */
 } sc_options;
 

@@ -12,6 +12,7 @@
 
 #include "arena_je.h"
 #include "config.h"
+#include "migrate.h"
 #include "shared.h"
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -29,12 +30,7 @@ static const char *init_conf_path(void) {
 
 /* Environment options, read strictly (base.h); sicm(7) documents each. */
 static void init_options(sc_options *o, unsigned flags) {
-  o->migrate_threads = (unsigned)sc_env_integer("SICM_MIGRATE_THREADS", 1, 256, 0,
-                                                "a whole number from 1 to 256");
-  static const char *const huge[] = {"heads", "subpages", "mbind", NULL};
-  static const sc_move_method methods[] = {SC_MOVE_HEADS, SC_MOVE_SUBPAGES, SC_MOVE_MBIND};
-  o->migrate_huge = methods[sc_env_choice("SICM_MIGRATE_HUGE", huge, 0,
-                                          "heads, subpages or mbind")];
+  sc_migrate_read_options();
   static const char *const onoff[] = {"0", "1", NULL};
   int share = (flags & SICM_INIT_SHARE_TOPOLOGY) != 0;
   o->share_topology = sc_env_choice("SICM_SHARE_TOPOLOGY", onoff, share, "0 or 1") == 1;

@@ -275,7 +275,7 @@ static int devices_have_room(const sicm_allocator *a, unsigned arena, size_t siz
   size_t room = 0;
   for (int i = 0; i < n; i++) {
     size_t free_bytes = 0;
-    if (sicm_device_free(devs[i], &free_bytes) == 0)
+    if (sicm_device_get_free_bytes(devs[i], &free_bytes) == 0)
       room += free_bytes;
   }
   return room >= size + ROOM_MARGIN;
@@ -288,7 +288,7 @@ static void *allocator_own(sicm_allocator *a, size_t size, size_t align) {
   unsigned i = arena_for_thread(a);
   if (size >= ROOM_CHECK_MIN && !devices_have_room(a, i, size))
     return NULL;
-  return align ? sicm_arena_alloc_aligned(a->arenas[i], size, align)
+  return align ? sicm_arena_aligned_alloc(a->arenas[i], align, size)
                : sicm_arena_alloc(a->arenas[i], size);
 }
 
@@ -314,7 +314,7 @@ static void *allocator_alloc(sicm_allocator *a, size_t size, size_t align, unsig
     sicm_arena fallback = sicm_arena_get_default();
     if (fallback == NULL)
       return NULL;
-    return align ? sicm_arena_alloc_aligned(fallback, size, align)
+    return align ? sicm_arena_aligned_alloc(fallback, align, size)
                  : sicm_arena_alloc(fallback, size);
   }
   }

@@ -129,7 +129,7 @@ sicm_device *sicm_device_for_intent(const sicm_intent *intent) {
     unsigned pos_cap = rank_position(order[2], counts[2], dev, &cap);
     size_t free_bytes = 0;
     if (!meets(bw, intent->min_bandwidth, 0) || !meets(lat, intent->max_latency, 1) ||
-        (intent->min_free && (sicm_device_free(dev, &free_bytes) != 0 ||
+        (intent->min_free && (sicm_device_get_free_bytes(dev, &free_bytes) != 0 ||
                               free_bytes < intent->min_free)))
       continue;
     unsigned score = (intent->wants & SICM_INTENT_BANDWIDTH ? pos_bw : 0) +

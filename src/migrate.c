@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arena.h"
+#include "migrate.h"
 
 /* Binds every window to `to` (no page moves: cheap), so that pages touched
  * from now on fault in on the target; 0 or -1. */
@@ -38,8 +38,8 @@ static size_t room_margin(size_t bytes) { return ((size_t)32 << 20) + bytes / 16
 /* Moves of fewer resident bytes take too little time for other threads to
  * fill the target meanwhile, and fail cleanly (move_pages and mbind never
  * call the OOM killer) when it lacks room: they skip the check and the
- * preferred binding, which cost 50-90 us (sysfs reads) against 1 us for
- * an empty arena's move. */
+ * preferred binding, whose sysfs reads would cost a small move many times
+ * its own work (BENCHMARKS.md, "The fixed cost of a move"). */
 #define MOVE_GUARDED_MIN ((size_t)16 << 20)
 
 /* A strict target must have room for the resident pages that are not on

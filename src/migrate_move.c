@@ -3,7 +3,7 @@
  * (arena_resident.c), so a move costs what the arena holds, not the range it
  * ever used.  Arenas in 4 KiB pages move with mbind(MPOL_MF_MOVE) from one
  * thread: it walks the page tables once instead of looking up each page
- * (1.5x faster than move_pages per page), but holds the mmap lock for
+ * (faster than move_pages per page; BENCHMARKS.md), but holds the mmap lock for
  * writing.  Arenas in huge pages are split into chunks for several threads
  * that move them with move_pages(2), which takes the lock only for
  * reading; the method (SICM_MIGRATE_HUGE) was chosen by bench_migrate.
@@ -18,15 +18,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
+#include "migrate.h"
 
 #define CHUNK_MIN ((size_t)64 << 20) /* below this per thread, one thread moves all */
 #define HUGE_PAGE ((size_t)2 << 20)
 #define MBIND_PIECE ((size_t)2 << 20) /* see chunk_mbind */
 
 /* Set by sicm_migrate_set_threads (the program's choice beats the
- * environment's, sc_options.migrate_threads); 0: not set. */
+ * environment's); 0: not set. */
 static unsigned migrate_threads;
+/* SICM_MIGRATE_THREADS (0: the CPUs we may run on) and SICM_MIGRATE_HUGE,
+ * read by each sicm_init. */
+static unsigned env_threads;
+static sc_move_method env_huge_method;
+
+void sc_migrate_read_options(void) {
+  unsigned threads = (unsigned)sc_env_integer("SICM_MIGRATE_THREADS", 1, 256, 0,
+                                              "a whole number from 1 to 256");
+  static const char *const names[] = {"heads", "subpages", "mbind", NULL};
+  static const sc_move_method methods[] = {SC_MOVE_HEADS, SC_MOVE_SUBPAGES, SC_MOVE_MBIND};
+  sc_move_method huge = methods[sc_env_choice("SICM_MIGRATE_HUGE", names, 0,
+                                              "heads, subpages or mbind")];
+  __atomic_store_n(&env_threads, threads, __ATOMIC_RELAXED);
+  __atomic_store_n(&env_huge_method, huge, __ATOMIC_RELAXED);
+}
+
+sc_migrate_options sc_migrate_options_get(void) {
+  return (sc_migrate_options){__atomic_load_n(&env_threads, __ATOMIC_RELAXED),
+                              __atomic_load_n(&env_huge_method, __ATOMIC_RELAXED)};
+}
 
 int sicm_migrate_set_threads(unsigned threads) {
   if (threads == 0 || threads > 256)
@@ -35,12 +55,12 @@ int sicm_migrate_set_threads(unsigned threads) {
   return 0;
 }
 
-static unsigned threads_configured(const sc_state *s) {
+static unsigned threads_configured(void) {
   unsigned n = __atomic_load_n(&migrate_threads, __ATOMIC_RELAXED);
+  if (n == 0)
+    n = __atomic_load_n(&env_threads, __ATOMIC_RELAXED);
   if (n != 0)
     return n;
-  if (s->options.migrate_threads != 0)
-    return s->options.migrate_threads;
   cpu_set_t set;
   return sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 1;
 }
@@ -337,15 +357,14 @@ static int job_errno(const move_job *job) {
 
 int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, int strict,
                   int huge, int move_flag, const int *cancel, sicm_migration_report *report) {
-  sc_state *s = sc_state_get();
-  move_job job = {.to = to, .strict = strict, .method = s->options.migrate_huge,
+  move_job job = {.to = to, .strict = strict,
+                  .method = __atomic_load_n(&env_huge_method, __ATOMIC_RELAXED),
                   .move_flag = move_flag, .cancel = cancel, .nnodes = to->ndevices};
-  /* 4 KiB pages: one thread; in the TCG guest, parallel movers of 4 KiB
-   * pages were slower than one (every unmap then needs a TLB-shootdown IPI
-   * to the other mover's CPU).  mbind holds the mmap lock for writing:
-   * more threads would only wait. */
+  /* 4 KiB pages: one thread.  Parallel movers of 4 KiB pages gain nothing
+   * (every unmap needs a TLB-shootdown IPI to the other mover's CPU), and
+   * mbind holds the mmap lock for writing: more threads would only wait. */
   job.by_mbind = !huge || job.method == SC_MOVE_MBIND;
-  unsigned nthreads = job.by_mbind ? 1 : threads_configured(s);
+  unsigned nthreads = job.by_mbind ? 1 : threads_configured();
   long pages = nthreads > 1 ? sc_windows_resident_pages(w, nwindows) : 0; /* planning several */
   if (pages < 0)
     return -1;

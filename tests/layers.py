@@ -4,6 +4,10 @@
 - Imports run one way: base <- devices <- arenas <- {migration, shared} <-
   intent <- init; a file includes only headers of its own subsystem or of
   a lower layer, so there are no circles.
+- Calls obey the same rule: an internal function (sc_*) is called only
+  from its own subsystem or a higher layer, judged by the header that
+  declares it, so a declaration put in a lower layer's header cannot hide
+  an upward call.
 - A kind of arena is private to its files: arena_je.h is included only by
   arena_je*.c and init.c, and only a kind's own files compare an arena's
   operations table (ask which kind an arena is).
@@ -24,6 +28,17 @@ def place(name):
 
 failures = []
 files = sorted(f for f in os.listdir(src) if f.endswith((".c", ".h")))
+
+def strip_comments(text):
+    return re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
+
+# Each internal function -> the header that declares it (a prototype or a
+# static inline definition at the start of a line).
+declared = {}
+for h in (f for f in files if f.endswith(".h")):
+    text = strip_comments(open(os.path.join(src, h)).read())
+    for name in re.findall(r"^[A-Za-z_][\w \t\*]*?\b(sc_\w+)\s*\(", text, re.M):
+        declared.setdefault(name, h)
 for f in files:
     where = place(f)
     if where is None:
@@ -40,6 +55,17 @@ for f in files:
             failures.append(f"{f} ({where[1]}) includes {inc} ({dep[1]}): not a lower layer")
         if inc == "arena_je.h" and not (f.startswith("arena_je") or f == "init.c"):
             failures.append(f"{f}: includes arena_je.h, private to the jemalloc kind")
+    if f.endswith(".c"):
+        for name in sorted(set(re.findall(r"\b(sc_\w+)\s*\(", strip_comments(text)))):
+            header = declared.get(name)
+            if header is None:
+                continue
+            dep = place(header)
+            if dep[1] != where[1] and dep[0] >= where[0]:
+                failures.append(f"{f} ({where[1]}) calls {name} of {header} ({dep[1]}): "
+                                "not a lower layer")
+            if header == "arena_je.h" and not (f.startswith("arena_je") or f == "init.c"):
+                failures.append(f"{f}: calls {name}, private to the jemalloc kind")
     kind = f.startswith(("arena_je", "shared"))
     if not kind and re.search(r"->ops\s*[!=]=|==\s*&\w*_ops\b", text):
         failures.append(f"{f}: asks which kind an arena is; only a kind's own files may")

@@ -15,7 +15,7 @@ if ! diff -r "$tmp/man3" "$src/man/man3" >"$tmp/diff" || ! cmp -s "$tmp/pages.am
   echo "man/ is stale: run tools/mkman.py $version man (from the top of the source tree)"
   failed=1
 fi
-functions=$(sed -n 's/^SICM_API [^(]*[ *]\(sicm_[a-z0-9_]*\)(.*/\1/p' "$src/include/sicm.h" "$src/include/sicm_allocator.h" | sort -u)
+functions=$(sed -n 's/^SICM_API [^(]*[ *]\(sicm_[a-z0-9_]*\)(.*/\1/p' "$src"/include/sicm*.h | sort -u)
 count=0
 for f in $functions; do
   count=$((count + 1))

@@ -104,9 +104,9 @@ TEST_F(Arena, AllocationCallsRejectBadInput) {
          sicm_free(p);
          return q;
        }, "realloc to 32 TiB"},
-      {EINVAL, [](sicm_arena arena) { return sicm_arena_alloc_aligned(arena, 8, 3); },
+      {EINVAL, [](sicm_arena arena) { return sicm_arena_aligned_alloc(arena, 3, 8); },
        "alignment 3"},
-      {EINVAL, [](sicm_arena arena) { return sicm_arena_alloc_aligned(arena, 8, 0); },
+      {EINVAL, [](sicm_arena arena) { return sicm_arena_aligned_alloc(arena, 0, 8); },
        "alignment 0"},
       {ENOMEM, [](sicm_arena arena) { return sicm_arena_calloc(arena, SIZE_MAX / 2, 3); },
        "calloc overflow"},
@@ -123,7 +123,7 @@ TEST_F(Arena, AllocationCallsRejectBadInput) {
   // Calls that do not return a pointer.
   errno = 0; EXPECT_EQ(0u, sicm_usable_size(nullptr)); EXPECT_EQ(EINVAL, errno);
   errno = 0; EXPECT_EQ(-1, sicm_arena_get_devices(a, nullptr, 1)); EXPECT_EQ(EINVAL, errno);
-  errno = 0; EXPECT_EQ(-1, sicm_arena_stats_get(a, nullptr)); EXPECT_EQ(EINVAL, errno);
+  errno = 0; EXPECT_EQ(-1, sicm_arena_get_stats(a, nullptr)); EXPECT_EQ(EINVAL, errno);
   errno = 0; EXPECT_EQ(-1, sicm_arena_residency(a, nullptr, 4)); EXPECT_EQ(EINVAL, errno);
   errno = 0; EXPECT_EQ(-1, sicm_arena_residency(a, nullptr, 0)); EXPECT_EQ(EINVAL, errno);
   EXPECT_LT(sicm_arena_size(a), (size_t)1 << 30) << "held counts only what was committed";
@@ -147,7 +147,7 @@ TEST_F(Arena, AllocCallocAlignedReallocKeepTheArenaAndContents) {
   int *z = (int *)sicm_arena_calloc(a, 1000, sizeof(int));
   ASSERT_NE(nullptr, z);
   for (int i = 0; i < 1000; i++) ASSERT_EQ(0, z[i]);
-  void *al = sicm_arena_alloc_aligned(a, 64, 1 << 16);
+  void *al = sicm_arena_aligned_alloc(a, 1 << 16, 64);
   ASSERT_NE(nullptr, al);
   EXPECT_EQ(0u, (uintptr_t)al % (1 << 16));
   EXPECT_EQ(a, sicm_arena_lookup(al));
@@ -384,7 +384,7 @@ TEST_F(Arena, InlineFrontOfADestroyedArenaIsNeverUsed) {
     ASSERT_NE(nullptr, from_b.back());
   }
   sicm_arena_stats st;
-  ASSERT_EQ(0, sicm_arena_stats_get(b, &st));
+  ASSERT_EQ(0, sicm_arena_get_stats(b, &st));
   EXPECT_GE(st.allocated, 8 * 64u) << "a region came from a's bins, not b's allocator";
   for (void *q : from_b) sicm_free(q);
   std::set<void *> again;
@@ -438,7 +438,7 @@ TEST_F(Arena, MaxsizeIsEnforcedWithEnomem) {
   EXPECT_NE(nullptr, p);
   sicm_free(p);
   sicm_arena_stats st;
-  ASSERT_EQ(0, sicm_arena_stats_get(a, &st));
+  ASSERT_EQ(0, sicm_arena_get_stats(a, &st));
   EXPECT_EQ(maxsize, st.maxsize);
   EXPECT_LE(st.held, maxsize);
   EXPECT_EQ(0, sicm_arena_destroy(a));
@@ -584,7 +584,7 @@ TEST_F(Arena, DestroyFlushesOtherThreadsCaches) {
   ASSERT_NE(nullptr, from_b);
   EXPECT_EQ(b, sicm_arena_lookup(from_b));
   sicm_arena_stats st;
-  ASSERT_EQ(0, sicm_arena_stats_get(b, &st));
+  ASSERT_EQ(0, sicm_arena_get_stats(b, &st));
   EXPECT_GE(st.allocated, 64u) << "the region did not come from b's allocator";
   sicm_free(from_b);
   EXPECT_EQ(0, sicm_arena_destroy(b));
@@ -653,7 +653,7 @@ TEST_F(Arena, ListDevicesSizeAndStats) {
   EXPECT_EQ(dev_, sicm_arena_get_device(a));
   void *p = sicm_arena_alloc(a, 3 << 20);
   sicm_arena_stats st;
-  ASSERT_EQ(0, sicm_arena_stats_get(a, &st));
+  ASSERT_EQ(0, sicm_arena_get_stats(a, &st));
   EXPECT_GE(st.allocated, 3u << 20);
   EXPECT_GE(st.active, 3u << 20);
   EXPECT_GE(st.mapped, st.active);

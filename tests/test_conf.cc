@@ -138,7 +138,7 @@ TEST_F(RecordedHmat4, KindsComeFromFirmwareAttributes) {
   EXPECT_EQ(1, sicm_device_of_node(1, 0)->perf.initiator);
   size_t free_bytes;
   errno = 0;
-  EXPECT_EQ(-1, sicm_device_free(sicm_device_of_node(2, 0), &free_bytes));
+  EXPECT_EQ(-1, sicm_device_get_free_bytes(sicm_device_of_node(2, 0), &free_bytes));
   EXPECT_EQ(EIO, errno) << "a recorded topology has no live free memory";
 }
 

@@ -90,7 +90,7 @@ TEST(Devices, FreeBytesIsBelowCapacity) {
   const sicm_device *d = sicm_device_of_node(sicm_node_self(), 0);
   ASSERT_NE(nullptr, d);
   size_t free_bytes = 0;
-  ASSERT_EQ(0, sicm_device_free(d, &free_bytes));
+  ASSERT_EQ(0, sicm_device_get_free_bytes(d, &free_bytes));
   EXPECT_GT(free_bytes, 0u);
   EXPECT_LE(free_bytes, d->capacity);
 }
@@ -101,13 +101,13 @@ TEST(Devices, BadArgumentsGetEinval) {
   size_t bytes;
   sicm_device forged = *sicm_devices()->devices;
   errno = 0;
-  EXPECT_EQ(-1, sicm_device_free(nullptr, &bytes));
+  EXPECT_EQ(-1, sicm_device_get_free_bytes(nullptr, &bytes));
   EXPECT_EQ(EINVAL, errno);
   errno = 0;
-  EXPECT_EQ(-1, sicm_device_free(&forged, &bytes)) << "a copy is not a device from sicm_init";
+  EXPECT_EQ(-1, sicm_device_get_free_bytes(&forged, &bytes)) << "a copy is not a device from sicm_init";
   EXPECT_EQ(EINVAL, errno);
   errno = 0;
-  EXPECT_EQ(-1, sicm_device_free(sicm_devices()->devices, nullptr));
+  EXPECT_EQ(-1, sicm_device_get_free_bytes(sicm_devices()->devices, nullptr));
   EXPECT_EQ(EINVAL, errno);
   errno = 0;
   EXPECT_EQ(nullptr, sicm_device_of_node(4096, 0));

@@ -15,6 +15,7 @@
 
 extern "C" {
 #include "arena_je.h"
+#include "migrate.h"
 #include "shared.h"
 }
 
@@ -80,7 +81,7 @@ TEST(Shards, ConcurrentThreadsGetTheirOwnUpToOnePerCpu) {
     ASSERT_NE(nullptr, a);
     EXPECT_EQ(maxsize ? 1u : expect, sc_je_of(a)->nshards) << "maxsize " << maxsize;
     sicm_arena_stats st;
-    ASSERT_EQ(0, sicm_arena_stats_get(sa, &st));
+    ASSERT_EQ(0, sicm_arena_get_stats(sa, &st));
     EXPECT_GE(st.allocated, nthreads * (size_t)(1 << 20)) << "statistics miss a shard";
     for (void *p : blocks) {
       EXPECT_EQ(sa, sicm_arena_lookup(p));
@@ -273,8 +274,9 @@ TEST(Environment, GarbageIsRefusedWithOneLineAndTheDefaultApplies) {
     sicm_test::ChildRun run = sicm_test::RunInChild([&] {
       setenv(c.name, c.value, 1);
       if (sicm_init_with(share ? SICM_INIT_SHARE_TOPOLOGY : 0) != 0) return 10;
-      const sc_options &o = sc_state_get()->options;
-      int unset = o.migrate_threads == 0 && o.migrate_huge == SC_MOVE_HEADS && o.share_topology == share;
+      const sc_migrate_options m = sc_migrate_options_get();
+      int unset = m.threads == 0 && m.huge == SC_MOVE_HEADS &&
+                  sc_state_get()->options.share_topology == share;
       return unset ? 0 : 11;
     });
     std::string shown = std::string(c.value).substr(0, 60);
@@ -289,8 +291,8 @@ TEST(Environment, GarbageIsRefusedWithOneLineAndTheDefaultApplies) {
     setenv("SICM_MIGRATE_THREADS", "4", 1);
     setenv("SICM_MIGRATE_HUGE", "subpages", 1);
     if (sicm_init() != 0) return 10;
-    const sc_options &o = sc_state_get()->options;
-    return o.migrate_threads == 4 && o.migrate_huge == SC_MOVE_SUBPAGES ? 0 : 11;
+    const sc_migrate_options m = sc_migrate_options_get();
+    return m.threads == 4 && m.huge == SC_MOVE_SUBPAGES ? 0 : 11;
   });
   EXPECT_EQ(0, run.status);
   EXPECT_EQ("", run.err);

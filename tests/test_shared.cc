@@ -160,7 +160,7 @@ TEST_F(Shared, AllocationCallsWorkAndKeepTheHeapConsistent) {
   ASSERT_NE(nullptr, p);
   EXPECT_TRUE(Verify(p, 40, 1));
   for (size_t align : {32, 64, 4096, 1 << 16}) {
-    void *q = sicm_arena_alloc_aligned(a, 24, align);
+    void *q = sicm_arena_aligned_alloc(a, align, 24);
     ASSERT_NE(nullptr, q) << align;
     EXPECT_EQ(0u, (uintptr_t)q % align);
     ExpectHeapOk(a);
@@ -173,7 +173,7 @@ TEST_F(Shared, AllocationCallsWorkAndKeepTheHeapConsistent) {
   ExpectHeapOk(a, &r);
   EXPECT_EQ(2u, r.blocks_used);
   sicm_arena_stats st;
-  ASSERT_EQ(0, sicm_arena_stats_get(a, &st));
+  ASSERT_EQ(0, sicm_arena_get_stats(a, &st));
   EXPECT_GE(st.allocated, 3040u);
   EXPECT_EQ((size_t)4 << 20, st.mapped);
   sicm_free(z);

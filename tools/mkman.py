@@ -2,7 +2,9 @@
 """mkman.py: the section-3 man pages of libsicm, written from the public
 headers — one page per topic of the header (the banner comments), holding
 the topic's types and every function with its comment, plus one page per
-function that sources its topic's page, so `man FUNCTION` works.
+function that sources its topic's page, so `man FUNCTION` works.  Each
+topic page ends with an EXAMPLES section: docs/examples/PAGE.c, a whole
+program that `make check` builds and runs, so that it cannot rot.
 
   tools/mkman.py VERSION OUTDIR    writes OUTDIR/man3/*.3, OUTDIR/man7/sicm.7
                                    (from docs/sicm.7.txt) and OUTDIR/pages.am
@@ -13,7 +15,7 @@ import os
 import re
 import sys
 
-HEADERS = ["include/sicm.h", "include/sicm_allocator.h"]
+HEADERS = ["include/sicm.h", "include/sicm_shared.h", "include/sicm_allocator.h"]
 # Banner title prefix -> (page, one-line summary for NAME).
 TOPICS = [
     ("Library lifetime", "sicm_init", "start and stop libsicm"),
@@ -120,7 +122,14 @@ def function_name(code):
     return m.group(1) if m else None
 
 
-def page(version, page_name, summary, title, body, header, others):
+def example_section(path):
+    """docs/examples/PAGE.c as a literal block."""
+    out = [".SH EXAMPLES", ".in +4n", ".EX"]
+    out += [esc(line.rstrip(), code=True) for line in open(path).read().rstrip("\n").split("\n")]
+    return out + [".EE", ".in"]
+
+
+def page(version, page_name, summary, title, body, header, others, example):
     decls, types = [], []
     for comment, code in items(body):
         if code.startswith("SICM_API") and "extern" not in code.split("(")[0]:
@@ -149,6 +158,7 @@ def page(version, page_name, summary, title, body, header, others):
                 out.append(esc(line.rstrip(), code=True))
             out.append("")
         out += [".fi", ".in"]
+    out += example_section(example)
     out += [".SH SEE ALSO",
             ",\n".join(f".BR {o} (3)" for o in others if o != page_name) + ",",
             ".BR sicm-info (1)"]
@@ -194,7 +204,11 @@ def main():
             topic = next((t for t in TOPICS if title.startswith(t[0])), None)
             if topic is None:
                 sys.exit(f"mkman: no page for the section '{title}' of {header}: add it to TOPICS")
-            names, roff = page(version, topic[1], topic[2], title, body, os.path.basename(header), others)
+            example = os.path.join(top, "docs", "examples", topic[1] + ".c")
+            if not os.path.exists(example):
+                sys.exit(f"mkman: the page {topic[1]} has no example: write {example}")
+            names, roff = page(version, topic[1], topic[2], title, body, os.path.basename(header),
+                               others, example)
             with open(os.path.join(outdir, "man3", topic[1] + ".3"), "w") as f:
                 f.write(roff)
             pages.append(topic[1])

@@ -204,7 +204,7 @@ static field_value get_capacity(const sicm_device *d) { return value_uint(d->cap
 /* Null when the kernel cannot say (foreign topology). */
 static field_value get_free(const sicm_device *d) {
   size_t free_bytes;
-  if (sicm_device_free(d, &free_bytes) != 0)
+  if (sicm_device_get_free_bytes(d, &free_bytes) != 0)
     return (field_value){.type = VALUE_NULL};
   return value_uint(free_bytes);
 }

@@ -64,11 +64,11 @@ module sicm
        integer(c_int), value :: node
        integer(c_size_t), value :: page_size
      end function sicm_device_of_node
-     integer(c_int) function sicm_device_free(dev, free_bytes) bind(c, name="sicm_device_free")
+     integer(c_int) function sicm_device_get_free_bytes(dev, free_bytes) bind(c, name="sicm_device_get_free_bytes")
        import :: c_ptr, c_int, c_size_t
        type(c_ptr), value :: dev
        integer(c_size_t), intent(out) :: free_bytes
-     end function sicm_device_free
+     end function sicm_device_get_free_bytes
      type(c_ptr) function sicm_device_best(by, initiator) bind(c, name="sicm_device_best")
        import :: c_ptr, c_int
        integer(c_int), value :: by, initiator
@@ -99,12 +99,12 @@ module sicm
        type(c_ptr), value :: arena
        integer(c_size_t), value :: size
      end function sicm_arena_alloc
-     type(c_ptr) function sicm_arena_alloc_aligned(arena, size, align) &
-          bind(c, name="sicm_arena_alloc_aligned")
+     type(c_ptr) function sicm_arena_aligned_alloc(arena, alignment, size) &
+          bind(c, name="sicm_arena_aligned_alloc")
        import :: c_ptr, c_size_t
        type(c_ptr), value :: arena
-       integer(c_size_t), value :: size, align
-     end function sicm_arena_alloc_aligned
+       integer(c_size_t), value :: alignment, size
+     end function sicm_arena_aligned_alloc
      type(c_ptr) function sicm_arena_calloc(arena, n, size) bind(c, name="sicm_arena_calloc")
        import :: c_ptr, c_size_t
        type(c_ptr), value :: arena

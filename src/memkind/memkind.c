@@ -339,7 +339,7 @@ int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size
   if (kind->memory == MEM_DEFAULT)
     return posix_memalign(memptr, alignment, size);
   sicm_arena arena = kind_arena(kind);
-  void *p = arena ? sicm_arena_alloc_aligned(arena, size, alignment) : NULL;
+  void *p = arena ? sicm_arena_aligned_alloc(arena, alignment, size) : NULL;
   if (p == NULL)
     return ENOMEM;
   *memptr = p;

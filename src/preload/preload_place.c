@@ -110,7 +110,7 @@ static size_t tier_free(pl_tier *t) {
   size_t since = __atomic_load_n(&t->placed_since_read, __ATOMIC_RELAXED);
   if (read == 0 || now - read > PL_FREE_REFRESH_NS || since > at / 8) {
     size_t bytes;
-    if (sicm_device_free(t->device, &bytes) != 0)
+    if (sicm_device_get_free_bytes(t->device, &bytes) != 0)
       return SIZE_MAX / 2; /* the kernel does not say: the preferred binding is the guard */
     __atomic_store_n(&t->free_at_read, bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&t->placed_since_read, 0, __ATOMIC_RELAXED);
@@ -208,7 +208,7 @@ void *pl_place(size_t size, size_t align, int zero) {
     sicm_arena arena = tier_arena(t);
     if (arena == NULL)
       continue;
-    void *p = align ? sicm_arena_alloc_aligned(arena, size, align)
+    void *p = align ? sicm_arena_aligned_alloc(arena, align, size)
               : zero ? sicm_arena_calloc(arena, 1, size)
                      : sicm_arena_alloc(arena, size);
     if (p != NULL && (p = block_record(p, i, 1)) != NULL) {

@@ -80,7 +80,7 @@ TEST_F(SpaceAllocator, ExhaustedHighBandwidthSpaceFollowsEachFallback) {
 TEST_F(SpaceAllocator, FullDeviceFollowsTheFallbackInsteadOfTheOomKiller) {
   // A request larger than node 2's free memory never reaches the kernel.
   size_t free2 = 0;
-  ASSERT_EQ(0, sicm_device_free(sicm_device_of_node(2, 0), &free2));
+  ASSERT_EQ(0, sicm_device_get_free_bytes(sicm_device_of_node(2, 0), &free2));
   sicm_alloctrait null_fb = {SICM_ATK_FALLBACK, SICM_ATV_NULL_FB};
   sicm_allocator *a = sicm_allocator_create(SICM_MEMSPACE_HIGH_BW, 1, &null_fb);
   errno = 0;

@@ -47,7 +47,7 @@ TEST_P(Placement, EveryPageOfEveryAllocationAndOfTheArenaIsOnItsDevice) {
     if (n != node) EXPECT_EQ(0u, bytes[n]) << "arena bytes on node " << n;
   EXPECT_GE(bytes[node], total);
   sicm_arena_stats st;
-  ASSERT_EQ(0, sicm_arena_stats_get(a, &st));
+  ASSERT_EQ(0, sicm_arena_get_stats(a, &st));
   // jemalloc's resident figure includes its metadata for the arena, which
   // it estimates by whole pages it considers touched (a few pages high).
   EXPECT_GE(bytes[node] + (64u << 10), st.resident) << "jemalloc's resident bytes";
@@ -116,7 +116,7 @@ TEST(PlacementFlags, PreferredFallsBackWhenItsDeviceIsFull) {
   sicm_arena a = sicm_arena_create_devices(0, &dev, 1, SICM_ARENA_PREFERRED);
   ASSERT_NE(nullptr, a) << sicm_error_detail();
   size_t free_bytes = 0;
-  ASSERT_EQ(0, sicm_device_free(dev, &free_bytes));
+  ASSERT_EQ(0, sicm_device_get_free_bytes(dev, &free_bytes));
   const size_t len = free_bytes + (256u << 20);  // more than node 3 has free
   char *p = (char *)sicm_arena_alloc(a, len);
   ASSERT_NE(nullptr, p);

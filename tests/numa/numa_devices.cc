@@ -56,7 +56,7 @@ TEST(GuestDevices, FreeBytesDropsWhenPagesLandOnTheNode) {
   const sicm_device *hbm = sicm_device_of_node(2, 0);
   ASSERT_NE(nullptr, hbm);
   size_t before, after;
-  ASSERT_EQ(0, sicm_device_free(hbm, &before));
+  ASSERT_EQ(0, sicm_device_get_free_bytes(hbm, &before));
   const size_t len = 128u << 20;
   char *p = (char *)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(MAP_FAILED, (void *)p);
@@ -67,7 +67,7 @@ TEST(GuestDevices, FreeBytesDropsWhenPagesLandOnTheNode) {
   int err = sicm_test::PageStatus(p, 1, &status);
   ASSERT_EQ(0, err) << "move_pages: " << strerror(err);
   EXPECT_EQ(2, status.at(0)) << "the page must be on node 2";
-  ASSERT_EQ(0, sicm_device_free(hbm, &after));
+  ASSERT_EQ(0, sicm_device_get_free_bytes(hbm, &after));
   EXPECT_GE(before - after, len * 9 / 10);
   munmap(p, len);
 }

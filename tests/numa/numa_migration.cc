@@ -44,7 +44,7 @@ class Migration : public ::testing::Test {
     hog_ = sicm_arena_create(0, Dev(node));
     ASSERT_NE(nullptr, hog_);
     size_t free_bytes = 0;
-    ASSERT_EQ(0, sicm_device_free(Dev(node), &free_bytes));
+    ASSERT_EQ(0, sicm_device_get_free_bytes(Dev(node), &free_bytes));
     ASSERT_GT(free_bytes, leave + (64u << 20));
     char *h = (char *)sicm_arena_alloc(hog_, free_bytes - leave);
     ASSERT_NE(nullptr, h);

@@ -1,0 +1,90 @@
+/* sicm_inline.h: the inline fast path of sicm_arena_alloc() and
+ * sicm_free(), and the layout (an ABI, versioned) it reads.  Included by
+ * sicm.h; including it alone includes sicm.h first.
+ *
+ * sicm_arena_alloc() and sicm_free() calls compile, in a program built with
+ * GCC or Clang, to an inline check of this thread's front: the bins of the
+ * private arena the thread used last, which the library keeps up to date.
+ * A hit takes a region from a bin or puts one back, with no call; anything
+ * else calls the functions of sicm.h, so behaviour and errors are theirs.
+ * Define SICM_NO_INLINE before including this header to always call them
+ * (taking their address, e.g. `&sicm_free`, always gives the function).
+ *
+ * The layout below is version 2 and is not for direct use.  The library
+ * exports its objects as sicm_front_v2 and sicm_epoch_v2; a library with
+ * another layout exports other names, so that a program built against
+ * this one fails to start rather than misreads it. */
+#ifndef SICM_INLINE_H
+#define SICM_INLINE_H
+
+#include "sicm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SICM_BIN_CAP_V2 32
+
+typedef struct sicm_bin_v2 {
+  unsigned count, limit;      /* limit <= SICM_BIN_CAP_V2 */
+  void *slots[SICM_BIN_CAP_V2];
+} sicm_bin_v2;
+typedef struct sicm_front_v2_t {
+  uintptr_t arena;            /* the handle served; 0: none */
+  uint64_t epoch;             /* sicm_epoch_v2 when it was set */
+  uintptr_t base, size;       /* addresses whose pages `tags` describes */
+  const uint8_t *tags;        /* per 4 KiB page: binned class + 1, or other */
+  size_t max;                 /* largest size the bins serve */
+  const uint8_t *class_of;    /* (size - 1) / 8 -> bin */
+  unsigned nbins;
+  sicm_bin_v2 *bins;
+  const uint16_t *start_mask; /* per bin: address bits 0 where a block starts */
+} sicm_front_v2_t;
+#if defined(__GNUC__)
+SICM_API extern __thread sicm_front_v2_t sicm_front_v2;
+/* Advances whenever an arena is destroyed: a front set before is stale. */
+SICM_API extern uint64_t sicm_epoch_v2;
+#endif
+#if defined(__GNUC__) && !defined(SICM_NO_INLINE)
+
+static inline void *sicm_arena_alloc_inline_v2(sicm_arena sa, size_t sz) {
+  sicm_front_v2_t *f = &sicm_front_v2;
+  if ((uintptr_t)sa == f->arena && sz - 1 < f->max &&
+      f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
+    sicm_bin_v2 *bin = &f->bins[f->class_of[(sz - 1) >> 3]];
+    if (bin->count > 0)
+      return bin->slots[--bin->count];
+  }
+  return (sicm_arena_alloc)(sa, sz);
+}
+
+static inline void sicm_free_inline_v2(void *ptr) {
+  sicm_front_v2_t *f = &sicm_front_v2;
+  uintptr_t offset = (uintptr_t)ptr - f->base;
+  if (offset < f->size && f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
+    /* Atomic: another thread may be tagging a neighbouring page's block (the
+     * same byte codegen as a plain load on x86-64 and arm64). */
+    unsigned bin_index = __atomic_load_n(&f->tags[offset >> 12], __ATOMIC_RELAXED) - 1u;
+    if (bin_index < f->nbins && ((uintptr_t)ptr & f->start_mask[bin_index]) == 0) {
+      sicm_bin_v2 *bin = &f->bins[bin_index];
+      unsigned count = bin->count;
+      /* The block freed last in this bin again: the library refuses it. */
+      if (count < bin->limit && (count == 0 || bin->slots[count - 1] != ptr)) {
+        bin->slots[count] = ptr;
+        bin->count = count + 1;
+        return;
+      }
+    }
+  }
+  (sicm_free)(ptr);
+}
+
+#define sicm_arena_alloc(sa, sz) sicm_arena_alloc_inline_v2((sa), (sz))
+#define sicm_free(ptr) sicm_free_inline_v2(ptr)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SICM_INLINE_H */

@@ -1,0 +1,40 @@
+/* migrate.h: whole-arena migration — what migrate.c (the public calls,
+ * the target's room check, the binding's sequence) and migrate_move.c (the
+ * movers of resident pages) share, and the options migration reads from
+ * the environment.  Migration sits above the arenas: it reads an arena's
+ * windows (arena.h) and never the other way round. */
+#ifndef SC_MIGRATE_H
+#define SC_MIGRATE_H
+
+#include "arena.h"
+
+/* How the pages of an arena in huge pages are moved (SICM_MIGRATE_HUGE);
+ * bench_migrate compares them, BENCHMARKS.md says why the default won. */
+typedef enum sc_move_method {
+  SC_MOVE_HEADS,                /* move_pages, one entry per 2 MiB block first */
+  SC_MOVE_SUBPAGES,             /* move_pages, an entry per 4 KiB page */
+  SC_MOVE_MBIND,                /* mbind(MPOL_MF_MOVE), as 4 KiB-page arenas */
+} sc_move_method;
+
+/* Migration's options from the environment. */
+typedef struct sc_migrate_options {
+  unsigned threads;             /* SICM_MIGRATE_THREADS; 0: the CPUs we may run on */
+  sc_move_method huge;          /* SICM_MIGRATE_HUGE */
+} sc_migrate_options;
+
+/* ---- migrate_move.c ---- */
+/* Reads SICM_MIGRATE_THREADS and SICM_MIGRATE_HUGE strictly (base.h);
+ * called by sicm_init. */
+void sc_migrate_read_options(void);
+/* The options the last sicm_init read. */
+sc_migrate_options sc_migrate_options_get(void);
+/* Moves the resident pages of the windows' used parts to `to` (their
+ * policy is the caller's); strict: a page left elsewhere is a failure;
+ * huge: the arena is in huge pages.  Adds to the report; 0, or -1 with
+ * errno and the cause. */
+int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, int strict,
+                  int huge, int move_flag, const int *cancel, sicm_migration_report *report);
+/* Free bytes of the binding's nodes, as the kernel reports them now. */
+long long sc_binding_free(const sc_binding *b);
+
+#endif /* SC_MIGRATE_H */
