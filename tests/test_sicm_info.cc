@@ -5,7 +5,9 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "config.h"
 #include "sicm_test.h"
 
 namespace {
@@ -41,8 +43,11 @@ TEST(SicmInfo, JsonIsValidAndAgreesWithTheApi) {
   const sicm_device_list *list = sicm_devices();
   for (unsigned i = 0; i < list->count; i++) {
     const sicm_device &d = list->devices[i];
+    // An unknown figure (0) is null in the JSON.
+    auto figure = [](uint64_t v) { return v ? std::to_string(v) : std::string("None"); };
     expect << "dev " << d.node << " " << sicm_device_kind_name(d.kind) << " " << d.page_size << " "
-           << d.capacity << " " << d.perf.read_bandwidth << " " << d.perf.read_latency << " "
+           << d.capacity << " " << figure(d.perf.read_bandwidth) << " "
+           << figure(d.perf.read_latency) << " "
            << sicm_node_distance(d.node, d.node) << "\n";
   }
   for (sicm_rank_by by : {SICM_RANK_BANDWIDTH, SICM_RANK_LATENCY, SICM_RANK_CAPACITY,
@@ -122,6 +127,54 @@ TEST(SicmInfo, TableNamesEveryNode) {
   EXPECT_NE(std::string::npos, out.find("ranking seen from node"));
   EXPECT_NE(std::string::npos, out.find("bandwidth"));
   EXPECT_NE(std::string::npos, out.find("init_on_alloc: "));
+}
+
+// On this machine's own topology (no firmware figures on a one-node VM, or
+// some) and on the 4-node one with HMAT figures: an unknown figure is "-",
+// never 0, and each ranking names its unit and where its values came from.
+TEST(SicmInfo, TableShowsUnknownsAsDashesAndNamesEachRankingsUnit) {
+  int status;
+  std::string out = RunCommand("HWLOC_XMLFILE=" + sicm_test::SourcePath("tests/data/hmat4.xml") +
+                                   " " + sicm_test::BuildPath("tools/sicm-info"),
+                               &status);
+  ASSERT_EQ(0, status) << out;
+  EXPECT_NE(std::string::npos, out.find("bandwidth (MB/s, higher first, from ")) << out;
+  EXPECT_NE(std::string::npos, out.find("latency   (ns, lower first, from ")) << out;
+  EXPECT_NE(std::string::npos, out.find("capacity  (bytes, larger first, from ")) << out;
+  EXPECT_NE(std::string::npos, out.find("nearest   (NUMA distance, lower first)")) << out;
+  // A foreign topology: the kernel cannot say how much of it is free.
+  EXPECT_EQ(std::string::npos, out.find(" ? ")) << out;
+  EXPECT_NE(std::string::npos, out.find(" - ")) << out;
+
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  const sicm_device_list *list = sicm_devices();
+  bool unknown = false;
+  for (unsigned i = 0; i < list->count; i++)
+    unknown |= list->devices[i].perf.read_bandwidth == 0 || list->devices[i].perf.read_latency == 0;
+  out = RunCommand(sicm_test::BuildPath("tools/sicm-info"), &status);
+  ASSERT_EQ(0, status) << out;
+  if (unknown) {
+    // No device row may print 0 for a figure it does not have.
+    EXPECT_EQ(std::string::npos, out.find("          0 ")) << out;
+    EXPECT_NE(std::string::npos, out.find("      - ")) << out;
+  }
+  std::vector<sicm_rank_entry> e(list->count);
+  sicm_source source;
+  ASSERT_GE(sicm_rank(SICM_RANK_BANDWIDTH, sicm_node_self(), e.data(), e.size(), &source), 1);
+  EXPECT_NE(std::string::npos,
+            out.find(source == SICM_SOURCE_TOPOLOGY
+                         ? "bandwidth (NUMA distance, lower first; no figure for every device)"
+                         : "bandwidth (MB/s, higher first, from "))
+      << out;
+}
+
+TEST(SicmInfo, VersionPrintsTheVersionAndExitsZero) {
+  int status;
+  std::string out = RunCommand(sicm_test::BuildPath("tools/sicm-info") + " --version", &status);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(0, WEXITSTATUS(status));
+  EXPECT_EQ(std::string("sicm-info (libsicm) ") + PACKAGE_VERSION + "\n", out);
 }
 
 TEST(SicmInfo, BadOptionExitsTwo) {

@@ -8,6 +8,7 @@
 #include <sys/klog.h>
 #include <sys/utsname.h>
 
+#include "config.h"
 #include "sicm.h"
 
 static const sicm_rank_by criteria[] = {SICM_RANK_BANDWIDTH, SICM_RANK_LATENCY,
@@ -162,7 +163,7 @@ static void print_migration_table(const migration_factors *m) {
 }
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: sicm-info [--json] [--initiator NODE]\n"
+  fprintf(out, "usage: sicm-info [--json] [--initiator NODE] | --version | --help\n"
                "Lists the memory devices (NUMA node x page size) and their ranking\n"
                "seen from an initiator node (default: this thread's node), and what\n"
                "decides migration speed here: transparent huge pages, init_on_alloc,\n"
@@ -213,17 +214,21 @@ static field_value get_perf_initiator(const sicm_device *d) { return value_int(d
 static field_value get_perf_source(const sicm_device *d) {
   return value_string(sicm_source_name(d->perf.source));
 }
+/* A performance figure; 0 means unknown (sicm.h), shown as null / "-". */
+static field_value value_perf(uint64_t v) {
+  return v ? value_uint(v) : (field_value){.type = VALUE_NULL};
+}
 static field_value get_read_bandwidth(const sicm_device *d) {
-  return value_uint(d->perf.read_bandwidth);
+  return value_perf(d->perf.read_bandwidth);
 }
 static field_value get_write_bandwidth(const sicm_device *d) {
-  return value_uint(d->perf.write_bandwidth);
+  return value_perf(d->perf.write_bandwidth);
 }
 static field_value get_read_latency(const sicm_device *d) {
-  return value_uint(d->perf.read_latency);
+  return value_perf(d->perf.read_latency);
 }
 static field_value get_write_latency(const sicm_device *d) {
-  return value_uint(d->perf.write_latency);
+  return value_perf(d->perf.write_latency);
 }
 
 /* How a number reads in the table; JSON always gets the raw number. */
@@ -281,7 +286,7 @@ static const char *format_bytes(char *buf, size_t len, unsigned long long bytes)
 static const char *cell_text(char *buf, size_t len, field_value v, cell_style style) {
   switch (v.type) {
   case VALUE_NULL:
-    return "?";
+    return "-";
   case VALUE_BOOL:
     return v.b ? "yes" : "no";
   case VALUE_STRING:
@@ -295,7 +300,33 @@ static const char *cell_text(char *buf, size_t len, field_value v, cell_style st
     snprintf(buf, len, style == CELL_PARENS ? "(%llu)" : "%llu", v.u);
     return buf;
   }
-  return "?";
+  return "-";
+}
+
+/* What a ranking's values are and where they came from: a ranking by
+ * bandwidth or latency that some device has no figure for falls back to
+ * NUMA distance (sicm_rank(3)), and says so. */
+static const char *rank_unit(sicm_rank_by by, sicm_source source) {
+  static char text[96];
+  if (by == SICM_RANK_NEAREST || (source == SICM_SOURCE_TOPOLOGY && by != SICM_RANK_CAPACITY))
+    snprintf(text, sizeof text, "(NUMA distance, lower first%s)",
+             by == SICM_RANK_NEAREST ? "" : "; no figure for every device");
+  else
+    snprintf(text, sizeof text, "(%s, from %s)",
+             by == SICM_RANK_BANDWIDTH ? "MB/s, higher first"
+             : by == SICM_RANK_LATENCY ? "ns, lower first"
+                                       : "bytes, larger first",
+             sicm_source_name(source));
+  return text;
+}
+
+/* The unit of a ranking's values, for JSON. */
+static const char *rank_json_unit(sicm_rank_by by, sicm_source source) {
+  if (by == SICM_RANK_CAPACITY)
+    return "bytes";
+  if (by == SICM_RANK_NEAREST || source == SICM_SOURCE_TOPOLOGY)
+    return "distance";
+  return by == SICM_RANK_BANDWIDTH ? "MB/s" : "ns";
 }
 
 /* Fills cols with the table's fields in column order; returns how many. */
@@ -326,13 +357,17 @@ static void print_table(const sicm_device_list *list, int initiator, const ranki
       print_cell(c, ncols, cols[c]->width, cell_text(buf, sizeof buf, v, cols[c]->style));
     }
   }
-  printf("\nranking seen from node %d:\n", initiator);
+  printf("\nranking seen from node %d, best first (node=value; h: huge pages):\n", initiator);
   for (size_t c = 0; c < NCRITERIA; c++) {
-    printf("  %-9s (%-8s):", sicm_rank_by_name(criteria[c]), sicm_source_name(ranks[c].source));
-    for (int i = 0; i < ranks[c].count; i++)
-      printf(" %d%s=%llu", ranks[c].entries[i].device->node,
-             ranks[c].entries[i].device->huge ? "h" : "",
-             (unsigned long long)ranks[c].entries[i].value);
+    printf("  %-9s %s:", sicm_rank_by_name(criteria[c]), rank_unit(criteria[c], ranks[c].source));
+    for (int i = 0; i < ranks[c].count; i++) {
+      char buf[32];
+      const sicm_rank_entry *e = &ranks[c].entries[i];
+      printf(" %d%s=%s", e->device->node, e->device->huge ? "h" : "",
+             criteria[c] == SICM_RANK_CAPACITY
+                 ? format_bytes(buf, sizeof buf, e->value)
+                 : (snprintf(buf, sizeof buf, "%llu", (unsigned long long)e->value), buf));
+    }
     printf("\n");
   }
   print_migration_table(m);
@@ -453,6 +488,8 @@ static void print_json(const sicm_device_list *list, int initiator, const rankin
     json_key(sicm_rank_by_name(criteria[c]));
     printf("{\"source\": ");
     json_string(sicm_source_name(ranks[c].source));
+    printf(", \"unit\": ");
+    json_string(rank_json_unit(criteria[c], ranks[c].source));
     printf(", \"order\": [");
     for (int i = 0; i < ranks[c].count; i++) {
       const sicm_rank_entry *e = &ranks[c].entries[i];
@@ -480,6 +517,9 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
       }
+    } else if (strcmp(argv[i], "--version") == 0) {
+      printf("sicm-info (libsicm) %s\n", PACKAGE_VERSION);
+      return 0;
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
