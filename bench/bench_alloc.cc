@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // bench_alloc.cc: the cost of allocation — a pair at sizes from 16 B to
 // 64 MiB, random sizes among 10,000 live blocks, blocks handed from one
 // thread to another — and of a pointer lookup, libsicm against its peers in

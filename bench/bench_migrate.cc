@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // bench_migrate.cc (runs in the multi-NUMA guest): the seed paper's Figure 1.
 // Time to move an arena of 2^N bytes between devices against memmove of the
 // same bytes from a buffer on the source node to one on the target node,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // bench_preload.cc: what libsicm-preload.so costs a program's allocations
 // below its threshold.  This program links libsicm-preload.so ahead of
 // libc, as LD_PRELOAD would put it, so its malloc and free are the

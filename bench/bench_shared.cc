@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // bench_shared.cc: alloc+free pairs in a heap shared by processes, libsicm's
 // shared arena against Boost.Interprocess managed_shared_memory (red-black
 // tree best fit, no crash recovery) in the same run; from one process, from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // bench_topology.cc: sicm_init() in N processes started together on one
 // node (N "ranks": 1, 2, 4, 8, 16), each running hwloc's discovery, against
 // the same N sharing the node's topology (sicm_init_with

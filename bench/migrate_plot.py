@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """migrate_plot.py: bench_migrate's JSON -> tables (markdown), a CSV and a PNG
 plot (gnuplot): throughput against size, migration vs memmove, per case; the
 fixed cost of a move (empty arena, 4 KiB - 1 MiB), against an earlier run of

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """pair_instructions.py: instructions per 64-byte alloc+free pair of each
 allocator, from callgrind's run of `bench_alloc --count-pairs`: each
 CountPairs<A> makes 100,000 pairs, and its inclusive count divided by that

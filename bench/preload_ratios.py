@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """preload_ratios.py: the table of BENCHMARKS.md for bench_preload — the
 interposed malloc/free below the threshold against glibc's own, one run."""
 import json

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """ratios.py: turns the JSON of bench_alloc into the
 tables of BENCHMARKS.md, each ratio from benchmarks of one run: the
 alloc+free pair by size, random sizes among 10,000 live blocks, blocks

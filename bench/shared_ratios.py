@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """shared_ratios.py: turns the JSON of bench_shared into the table of
 BENCHMARKS.md: libsicm's shared arena against Boost.Interprocess, each
 ratio from medians of one run."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """topology_plot.py TOPOLOGY.json PREFIX: the table (PREFIX.md) and plot
 (PREFIX.png, with gnuplot; PREFIX.csv its data) of bench_topology: sicm_init time and memory per rank when
 every rank discovers the topology, against ranks sharing one copy (cold:

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! fortran_place.f90: libsicm from Fortran (`use sicm`).  An 8 MiB array
 ! goes on the highest-bandwidth device (the HBM node of the 4-node guest),
 ! moves to this CPU's DRAM with one call, keeps its values; then a shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hot_arena.c: an HPC-style time-step loop.  Each step has a setup phase
  * and a kernel phase with its own arena; the kernel's arena moves to the
  * highest-bandwidth device before the kernel runs and back to DRAM after,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mpi_shared.c: the ranks of one node share one arena.  Rank 0 builds a
  * linked list in a shared arena; every rank attaches the arena by name and
  * walks the list through the very pointers rank 0 stored; each rank frees

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* phases.c: per-phase arenas, the hot one placed on the highest-bandwidth
  * device near this thread.  Prints where each arena's pages are, and exits 1
  * if the hot arena's pages are not all on its device. */

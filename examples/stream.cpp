@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // stream.cpp: a STREAM-triad kernel whose arrays come from an OpenMP-style
 // allocator: `--hot=hbm` puts the hot arrays in high-bandwidth memory
 // (falling back to DRAM on machines without it), `--hot=dram` in default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sicm.h: the public C API of libsicm.
  *
  * libsicm places groups of allocations ("arenas") on memory devices (DRAM,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // sicm.hpp: C++ wrappers over libsicm (header-only).
 //   sicm::arena                 RAII owner of an arena (move-only)
 //   sicm::arena_allocator<T>    STL allocator allocating from one arena

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sicm_allocator.h: OpenMP-style allocators (memory spaces and traits) and
  * intent hints, the part of the public API that runtime authors use.
  * Included by sicm.h; including it alone includes sicm.h first.  Same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sicm_inline.h: the inline fast path of sicm_arena_alloc() and
  * sicm_free(), and the layout (an ABI, versioned) it reads.  Included by
  * sicm.h; including it alone includes sicm.h first.

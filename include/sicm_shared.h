@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sicm_shared.h: shared arenas, one heap in POSIX shared memory for the
  * processes of a node (MPI ranks, a server and its workers).  Included by
  * sicm.h; including it alone includes sicm.h first.  Same conventions as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # sicm_deps.m4: dependency checks.  A required one stops configure with the
 # Debian package to install; an optional one warns, names what it disables
 # and sets the HAVE_<VARIABLE> conditional.  Both look up pkg-config first.

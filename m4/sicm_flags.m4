@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # sicm_flags.m4: build-flag options (sanitizers, warnings).
 
 # SICM_ENABLE_SANITIZERS: --enable-sanitizers=address,undefined (default when given bare)

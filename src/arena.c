@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena.c: arena lifecycle for every kind — slots and handles, the one
  * creation path, destroy, the library's default arenas, and the queries
  * about one arena that do not depend on its kind. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena.h: the arenas layer — the arena record every kind of arena shares,
  * the operations table through which a kind serves it, handles, and the
  * address windows that hold an arena's pages.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_alloc.c: the allocation entry points.  Each resolves the arena —
  * from the handle, or from the pointer through the window table — and
  * calls its kind's operation, counting the block in the arena's pool when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_je.c: the private arena kind — creation on a jemalloc arena with
  * the extent hooks of arena_je_hooks.c, and its operations: allocation and
  * free through this thread's cache for the arena (a pop from or push to a

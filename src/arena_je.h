@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_je.h: the private arena kind — a jemalloc arena whose extent hooks
  * carve its memory from the arena's windows (arena_je_hooks.c), served
  * through per-(thread, arena) caches (arena_je_cache.c); its operations

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_je_cache.c: jemalloc's small size classes, and the per-(thread,
  * arena) caches of private arenas.  Each thread keeps, per arena it uses,
  * bins of small regions it freed (no lock, no jemalloc call on a hit) in

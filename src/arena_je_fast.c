@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_je_fast.c: sicm_arena_alloc and sicm_free, the two calls every
  * container makes, and the thread's front that the public header's inline
  * fast path reads.  The functions serve this thread's bins of a private

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_je_hooks.c: the jemalloc extent hooks of every private arena.
  * They carve extents from the arena's windows (and map each jemalloc
  * arena's first block of metadata outside them), count committed bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_report.c: what the arenas did, for people — sicm_stats_print()
  * and the report SICM_STATS asks for at exit.  Per live arena: its
  * devices, bytes held and allocated, resident bytes per node, migrations

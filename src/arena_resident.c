@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_resident.c: the pages of a range that are in memory, handed out in
  * batches.  mincore(2) walks the page tables and skips what was never
  * touched, so counting and moving an arena costs what its resident pages

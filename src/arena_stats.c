@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_stats.c: what an arena holds — its kind's statistics, and where
  * its pages are (move_pages over the resident pages of its windows). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_window.c: address windows.  A private arena owns large NORESERVE
  * reservations (PROT_NONE under strict overcommit), bound once to the
  * arena's nodes; jemalloc's extents are carved from their bottom (and

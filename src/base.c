@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* base.c: failure reporting (errno plus a per-thread description), the
  * environment variables' strict reading, the page size, and the address
  * every process of a node can map. */

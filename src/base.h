@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* base.h: what every layer of libsicm shares — the internal error
  * convention, the machine's limits as named constants, node masks.
  *

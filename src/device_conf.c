@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* device_conf.c: the administrator configuration file that sets or overrides, per
  * NUMA node, the kind and the performance the firmware reports (or omits).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* device_list.c: the device list (one device per node and page size) and the
  * public queries about devices and nodes. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* device_perf.c: the performance of a node seen from any initiator, and the kind
  * of memory it is.  The platform often reports a memory-only node only for
  * its nearest initiator; from farther initiators the value is estimated by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* device_rank.c: ordering the devices for an initiator by bandwidth, latency,
  * capacity or distance, with deterministic ties. */
 #include <errno.h>

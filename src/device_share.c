@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* device_share.c: one hwloc topology per node, in a file of shared memory
  * that the first process writes and the others adopt instead of running
  * hwloc's discovery (hwloc/shmem.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* device_tier.c: Linux memory tiers (kernel 6.1 and later), read for
  * classification when the firmware gives no memory attributes.  The kernel
  * puts each node in memory_tierN, N growing with the node's "abstract

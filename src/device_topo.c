@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* device_topo.c: discovery of NUMA nodes, distances and memory attributes through hwloc. */
 #include <errno.h>
 #include <stdio.h>

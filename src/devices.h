@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* devices.h: the devices layer — the NUMA topology as hwloc and the
  * administrator's configuration file describe it, access performance and
  * classification, the device list and its ranking, and the one library

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* init.c: sicm_init and sicm_fini — the reference-counted lifetime of the
  * library state (state.c), the one path that builds and releases it.  It
  * sits above every layer: it reads the options, builds the devices, reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* intent_allocator.c: allocators by intent, after OpenMP 5.0/5.1 memory management
  * — a memory space mapped to devices through the device ranking, traits
  * (alignment, pool size, fallback, partition, access, sync hint), backed by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* intent_device.c: choosing a device from what the data needs — combined soft
  * wishes (bandwidth, latency, capacity) ranked from an initiator given as a
  * node, a set of CPUs or a PCI device, under hard constraints. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* migrate.c: moving a whole arena to other devices — synchronously or in
  * the background — with rollback on failure and a report.
  *

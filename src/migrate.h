@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* migrate.h: whole-arena migration — what migrate.c (the public calls,
  * the target's room check, the binding's sequence) and migrate_move.c (the
  * movers of resident pages) share, and the options migration reads from

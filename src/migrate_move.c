@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* migrate_move.c: moving the resident pages of an arena's windows to a
  * binding, and saying what moved.  Only resident pages are looked at
  * (arena_resident.c), so a move costs what the arena holds, not the range it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* shared.h: shared arenas, a kind of arena — the layout of a shared
  * arena's segment, the kind's data, and the calls between the files that
  * own it: shared_segment.c (names, address, attach, the kind's operations

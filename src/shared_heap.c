@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* shared_heap.c: the heap of a shared arena — allocation and free in O(1)
  * under one process-shared robust mutex, and the journal that makes every
  * update of the block headers undoable.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* shared_lock.c: the process-shared robust mutexes of a shared arena's
  * segment — taking them, recording who holds them, and telling a holder
  * that is gone from a live one.

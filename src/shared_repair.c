@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* shared_repair.c: a shared heap after the death of its lock holder, and the
  * checker of every heap invariant.
  *

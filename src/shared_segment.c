@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* shared_segment.c: shared arenas as POSIX shared-memory objects — names,
  * the one address every process maps a segment at, create, attach, detach
  * and unlink — and the kind's operations table: the heap of shared_heap.c,

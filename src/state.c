@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* state.c: the one library state — topology, configuration, devices and
  * options — and the reference count that says whether it is live.  init.c
  * builds and releases it; every other file only reads it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* c_check.h: the failure counter of the plain C tests (programs that must
  * not link GoogleTest or libsicm): CHECK reports and counts, never stops. */
 #ifndef SICM_C_CHECK_H

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # exports.sh: libsicm.so exports exactly the functions and variables its
 # installed headers declare — no internal symbol leaks out, and no declared function is missing.
 # The declarations come from the compiler (-aux-info lists every prototype a

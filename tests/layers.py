@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """layers.py: the internal structure of src/ as base.h describes it.
 
 - Imports run one way: base <- devices <- arenas <- {migration, shared} <-

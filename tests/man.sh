@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # man.sh: the man pages are those tools/mkman.py writes from the public
 # headers now (not stale), every public function has a page that `man`
 # finds, and every page renders without a groff warning.

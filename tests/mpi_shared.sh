@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # mpi_shared.sh: the `make check` entry for examples/mpi_shared — 4 Open MPI
 # ranks on this node sharing one arena.  Skipped (77) without Open MPI,
 # unless SICM_MPI_REQUIRED=1 (CI), which makes that a failure (99).

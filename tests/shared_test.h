@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // shared_test.h: what the shared-arena suites share — unique object names,
 // checkable block contents, and the random multi-process traffic.
 #ifndef SHARED_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // sicm_test.h: helpers shared by the GoogleTest suites.
 #ifndef SICM_TEST_H
 #define SICM_TEST_H

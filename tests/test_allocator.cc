@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_allocator.cc: OpenMP-style allocators and the C++ wrappers on this
 // one-node machine — traits, pool size, every fallback, errors, STL
 // containers inside their arena.  Placement by memory space is checked in

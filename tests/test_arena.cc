@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_arena.cc: arena lifecycle, allocation calls, lookup, and the errors
 // of each, on this machine (placement itself is checked in the guest).
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_conf.cc: the administrator configuration file — valid files, errors
 // that name file and line, overrides applied — and ranking on attributes it
 // injects, on this machine and on a recorded 4-node HMAT topology.

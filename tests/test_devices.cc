@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_devices.cc: device discovery, lifetime and ranking on this machine,
 // and the errors of the device calls.
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_dlopen.c: libsicm (and the memkind-compatible library) load with
  * dlopen(RTLD_NOW) into a process that did not link them — as OpenMP
  * runtimes, MPI components and Python load plug-ins — and work there.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_errors.cc: every errno that include/sicm.h documents for the
 // library's lifetime, devices, arenas, allocation, statistics and migration
 // (shared arenas: test_shared*; allocators: test_allocator), one row per

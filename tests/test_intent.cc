@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_intent.cc: choosing a device by intent on this one-node machine —
 // errors, hard constraints, and the fallback of an allocator whose intent
 // no device meets.  Multi-node choices are checked in the guest (numa_intent).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_internals.cc: white-box tests of what the public API only shows
 // indirectly — jemalloc's size classes as libsicm reads them, an arena's
 // shards, the shared heap's size classes, and the configuration-file parser.  Linked with the

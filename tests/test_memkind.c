@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_memkind.c: the memkind-compatible library's API on this machine —
  * kinds that exist everywhere work, absent ones answer as memkind does, and
  * bad input gets memkind's errors without harm.  Placement is checked in

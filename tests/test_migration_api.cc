@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_migration_api.cc: the migration calls' errors and bookkeeping on
 // this one-node machine (that pages really move is checked in the guest by
 // numa_migration), and concurrent use under ThreadSanitizer.

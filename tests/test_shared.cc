@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_shared.cc: shared arenas on this machine — names, attach errors, the
 // heap's calls and invariants, processes and threads sharing one heap
 // (crashes: test_shared_crash.cc; placement and migration: the guest).

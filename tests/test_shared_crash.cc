@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_shared_crash.cc: a shared heap after kill -9 at random points,
 // including inside an update with the lock held: repaired by the next
 // locker, consistent by the checker, every survivor's data intact; a

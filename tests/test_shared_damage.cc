@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_shared_damage.cc: a shared arena's segment doctored as another rank,
 // or a stray write in one, could leave it — free-list heads and links, block
 // sizes and boundary tags, journal entries, bitmaps, the heap bounds, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_sicm_info.cc: `sicm-info --json` is valid JSON and agrees with the C
 // API and, for what decides migration speed, with the kernel.
 #include <stdio.h>

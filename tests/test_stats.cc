@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_stats.cc: sicm_stats_print() and the SICM_STATS report at exit.
 #include <errno.h>
 #include <stdio.h>

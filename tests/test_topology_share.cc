@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // test_topology_share.cc: sicm_init_with(SICM_INIT_SHARE_TOPOLOGY) — the
 // first process publishes the node's topology, later ones adopt it and see
 // the same devices; stale, damaged, foreign or unreachable files and a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # tier.sh: runs one GoogleTest suite (the LOG_COMPILER of `make check`) with
 # the tests of the tier SICM_TEST_TIER selects: "quick" (make check) leaves
 # out the test suites named *Stress, "stress" (make check-stress) runs only

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """mkman.py: the section-3 man pages of libsicm, written from the public
 headers — one page per topic of the header (the banner comments), holding
 the topic's types and every function with its comment, plus one page per
@@ -15,6 +16,10 @@ import os
 import re
 import sys
 
+SPDX = "SPDX-License-Identifier: BSD-3-Clause"
+# Written first in every page but the .so links (man reads those only when
+# .so is their first line).
+ROFF_SPDX = '.\\" ' + SPDX
 HEADERS = ["include/sicm.h", "include/sicm_shared.h", "include/sicm_allocator.h"]
 # Banner title prefix -> (page, one-line summary for NAME).
 TOPICS = [
@@ -125,7 +130,8 @@ def function_name(code):
 def example_section(path):
     """docs/examples/PAGE.c as a literal block."""
     out = [".SH EXAMPLES", ".in +4n", ".EX"]
-    out += [esc(line.rstrip(), code=True) for line in open(path).read().rstrip("\n").split("\n")]
+    lines = open(path).read().rstrip("\n").split("\n")
+    out += [esc(line.rstrip(), code=True) for line in lines if SPDX not in line]
     return out + [".EE", ".in"]
 
 
@@ -137,7 +143,7 @@ def page(version, page_name, summary, title, body, header, others, example):
         elif code or comment:
             types.append((comment, code))
     names = [function_name(code) for _, code in decls]
-    out = [f'.TH {page_name.upper()} 3 "" "libsicm {version}" "libsicm Manual"',
+    out = [ROFF_SPDX, f'.TH {page_name.upper()} 3 "" "libsicm {version}" "libsicm Manual"',
            ".SH NAME", esc(", ".join(names)) + " \\- " + summary,
            ".SH SYNOPSIS", ".nf", f".B #include <{header}>", ""]
     for _, code in decls:
@@ -168,7 +174,7 @@ def page(version, page_name, summary, title, body, header, others, example):
 def overview(version, text):
     """docs/sicm.7.txt to roff: '# ' sections, '## ' tagged items, '.'
     lines as they are, indented lines as literal blocks, the rest text."""
-    out = [f'.TH SICM 7 "" "libsicm {version}" "libsicm Manual"']
+    out = [ROFF_SPDX, f'.TH SICM 7 "" "libsicm {version}" "libsicm Manual"']
     literal = False
     for line in text.split("\n"):
         if literal and not line.startswith("    "):
@@ -222,7 +228,7 @@ def main():
         f.write(overview(version, open(os.path.join(top, "docs", "sicm.7.txt")).read()))
     files = sorted(f"man/man3/{n}.3" for n in pages + links)
     with open(os.path.join(outdir, "pages.am"), "w") as f:
-        f.write("# Written by tools/mkman.py from the public headers; do not edit.\n")
+        f.write(f"# {SPDX}\n# Written by tools/mkman.py from the public headers; do not edit.\n")
         f.write("MAN3_PAGES = \\\n" + " \\\n".join("\t" + p for p in files) + "\n")
 
 

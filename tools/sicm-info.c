@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sicm-info: prints the memory devices libsicm sees, how they rank, and
  * what decides how fast pages migrate on this machine, as a table or
  * (--json) as JSON. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An OpenMP-style allocator: high-bandwidth memory when the machine has
  * it, else the default memory (the fallback trait), 64-byte aligned. */
 #include <stdint.h>

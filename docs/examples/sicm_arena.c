@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One arena per phase: its blocks on the fastest device, all freed at
  * once by destroying the arena. */
 #include <stdio.h>

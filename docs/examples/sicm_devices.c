@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* List every device with its kind, capacity and free memory now. */
 #include <stdio.h>
 #include <sicm.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Start libsicm, report why it could not start, stop it. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Say what the data needs — bandwidth, and at least 64 MiB free now — and
  * get the device that fits. */
 #include <errno.h>

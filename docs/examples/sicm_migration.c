@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Move a whole arena to the highest-bandwidth device before a kernel and
  * back afterwards; its pointers stay valid. */
 #include <stdio.h>

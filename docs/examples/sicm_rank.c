@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rank the devices by bandwidth as seen from this thread's node, and say
  * where the figures came from. */
 #include <stdio.h>

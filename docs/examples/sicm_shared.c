@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One heap for the processes of a node.  This program creates it and
  * allocates a block in it; a second process (the same program, given the
  * arena's name and the block's address) attaches the arena by name and

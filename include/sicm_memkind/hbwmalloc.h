@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hbwmalloc.h of libsicm's memkind-compatible library (see memkind.h):
  * memkind's high-bandwidth-memory interface, binary-compatible with it. */
 #ifndef SICM_HBWMALLOC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memkind.h of libsicm's memkind-compatible library.
  *
  * Installed in $includedir/sicm/memkind/ with the library in

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! sicm.f90: the Fortran interface of libsicm (`use sicm`), through
 ! ISO_C_BINDING.  Devices, ranking, arenas, allocation into Fortran arrays,
 ! migration, residency and shared arenas.  Most procedures are the C

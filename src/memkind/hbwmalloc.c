@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hbwmalloc.c: memkind's hbw_* interface over the HBW kinds of memkind.c —
  * a process-wide policy, set at most once before the first allocation, and
  * the check of where a region's pages are. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memkind.c: memkind's kinds on libsicm arenas — the memkind-compatible
  * library (libmemkind.so.0 in $libdir/sicm/memkind).  A kind names a
  * memory type (HBM, capacity, any, or an attribute), a scope (the nearest

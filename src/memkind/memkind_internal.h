@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* memkind_internal.h: what hbwmalloc.c needs from memkind.c. */
 #ifndef SICM_MEMKIND_INTERNAL_H
 #define SICM_MEMKIND_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* sicm_mpi.c: libsicm-mpi, a PMPI interposition library.  MPI_Alloc_mem
  * and MPI_Win_allocate_shared read memory hints from their info argument
  * and place the memory on the device the hints name; everything else goes

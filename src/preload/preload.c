@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* preload.c: the interposed allocation functions of libsicm-preload.so.
  *
  * Allocations of at least SICM_PRELOAD's `min` bytes go to libsicm arenas

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* preload.h: internals of libsicm-preload.so, the LD_PRELOAD library that
  * sends a program's large allocations to libsicm arenas on a chosen device
  * and spills to the next device when that one is full.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* preload_conf.c: SICM_PRELOAD, the one variable that configures
  * libsicm-preload.so, read into pl_conf: the threshold, the chain of
  * devices (the chosen one, then where to spill), the budget, the reserve

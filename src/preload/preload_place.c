@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* preload_place.c: which device takes a large allocation, and the table of
  * live placed blocks.  A tier takes a block when its live bytes stay within
  * its budget and its node keeps `reserve` bytes free (the node's free

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # run.sh: `make install` of this build into a staging directory, then the
 # CMake project next to this script configured with find_package(sicm),
 # built and run against it.  A version libsicm does not satisfy must fail.

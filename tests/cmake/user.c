@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* user.c: the program of the CMake user project — one arena, one block. */
 #include <sicm.h>
 #include <stdio.h>

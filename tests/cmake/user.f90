@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! user.f90: the Fortran program of the CMake user project.
 program user_fortran
   use sicm

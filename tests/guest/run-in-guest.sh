@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # run-in-guest.sh: the `make check` entry for everything that needs several
 # NUMA nodes.  Boots the 4-node HMAT guest once and runs the harness
 # self-test and every NUMA suite inside it (tests/guest/run-numa-suites.sh);

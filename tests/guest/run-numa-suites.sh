@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # run-numa-suites.sh (runs inside the guest): the harness self-test (unless
 # --no-selftest), then each NUMA suite given on the command line.  Exits 0
 # only if none fails (exit 77 is a skip that says why, as in automake).

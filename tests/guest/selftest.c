@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * selftest.c - checks that a sicm-guest VM really has the NUMA topology the
  * libsicm tests rely on (default: the hmat4 topology).

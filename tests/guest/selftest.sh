@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # selftest.sh - sicm-guest harness self-test; runs INSIDE the guest:
 #   tests/guest/sicm-guest -- tests/guest/selftest.sh [path/to/selftest]
 # Owns: proving the guest has the hmat4 NUMA layout and that a wrong placement

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # guest.sh hbm|nohbm (runs inside the guest): programs nobody wrote for
 # libsicm — an OpenMP program on LLVM's runtime (libomp loads libmemkind.so
 # with dlopen) and a program written to memkind's hbwmalloc.h — run with

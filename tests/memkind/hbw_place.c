@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hbw_place.c: a program written to memkind's hbwmalloc.h and nothing
  * else: it asks for high-bandwidth memory, checks where it landed with
  * move_pages and hbw_verify_memory_region, and tries the bad inputs. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* omp_place.c: an OpenMP program that knows nothing of libsicm — it asks
  * LLVM's OpenMP runtime for high-bandwidth and large-capacity memory and
  * reports, with move_pages, on which nodes the pages landed.  Built with

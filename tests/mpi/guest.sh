@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # guest.sh (runs inside the 4-node guest): tests/mpi/mpi_alloc_check --numa
 # in 2 Open MPI ranks, one on CPU 0 (node 0) and one on CPU 1 (node 1):
 # MPI_Alloc_mem with sicm_memory=hbm on node 2, large_cap on node 3,

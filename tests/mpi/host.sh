@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # host.sh: the `make check` entry for libsicm-mpi — tests/mpi/mpi_alloc_check
 # in 2 Open MPI ranks on this node (hints, errors, frees, one-sided and
 # node-shared windows; placement is the guest's, tests/mpi/guest.sh).

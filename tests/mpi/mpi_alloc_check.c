@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mpi_alloc_check.c: libsicm-mpi under a real MPI (2 ranks).  On the host:
  * MPI_Alloc_mem without hints is the MPI library's, with sicm_memory it is
  * an arena's; bad values are MPI_ERR_INFO_VALUE with our words; a missing

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # mpi_env.sh (sourced): what the Open MPI checks share — `mpi_require
 # PROGRAM WHAT` skips (77) without Open MPI or PROGRAM, or fails (99) under
 # SICM_MPI_REQUIRED=1 (CI); `mpi_alloc_run SECONDS MPIRUN-ARGS...` runs

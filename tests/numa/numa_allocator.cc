@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // numa_allocator.cc (runs in the 4-node guest): memory spaces land on the
 // right devices, partitions spread as they say, fallbacks behave as OpenMP
 // specifies when a space is exhausted, and STL containers survive a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // numa_arena_placement.cc (runs in the multi-NUMA guest): every page an
 // arena uses for data is on the arena's device, checked page by page with
 // move_pages.

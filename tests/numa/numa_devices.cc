@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // numa_devices.cc (runs in the multi-NUMA guest): device discovery,
 // classification and ranking on a machine whose firmware reports HMAT.
 #include <errno.h>

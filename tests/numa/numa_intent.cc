@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // numa_intent.cc (runs in the 4-node guest): combined hints, hard
 // constraints, and initiators given as a node, CPUs or a PCI device.
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // numa_migration.cc (runs in the multi-NUMA guest): whole-arena migration
 // moves every page, keeps every byte, rolls back on failure, and lets other
 // threads work meanwhile — all checked page by page with move_pages.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // numa_nohbm.cc (runs in the guest topology without HBM, nohbm): a
 // high-bandwidth allocator is portable — it follows its fallback instead of
 // failing — and large-capacity memory is still found.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // numa_shared.cc (runs in the multi-NUMA guest): a shared arena's pages are
 // on its device whichever process touched them, and migrating it moves the
 // pages every attached process maps (MPOL_MF_MOVE_ALL) — or, without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // numa_test.h: what the NUMA suites (run in the multi-NUMA guest) share —
 // where pages are, page by page, according to move_pages(2).
 #ifndef NUMA_TEST_H

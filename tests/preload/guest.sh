@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # guest.sh (runs inside the 4-node guest): unmodified programs from
 # Debian's archive under libsicm-preload.so — python3 building large
 # bytearrays and sort with a large buffer.  Their large buffers must land on

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # host.sh: libsicm-preload.so on this machine (one node is enough for
 # routing, spilling by budget, threads, fork and bad input; the guest test
 # checks where pages land).  Runs tests/preload/preload_check, a program

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* preload_check.c: a program that knows nothing of libsicm, run under
  * LD_PRELOAD=libsicm-preload.so by tests/preload/host.sh.  It asks the
  * loaded libsicm (found with dlsym, as a debugger would) which allocations
