@@ -44,41 +44,87 @@ AC_DEFUN([SICM_PTHREAD], [
   AC_SUBST([PTHREAD_LIBS])
 ])
 
-# SICM_JEMALLOC: the jemalloc libsicm is built on.  --with-jemalloc=private
-# (or a directory) links the private build of tools/build-jemalloc
-# statically: dlopen-safe TLS, prefixed symbols.  --with-jemalloc=system
-# links Debian's libjemalloc.so.2, which cannot be dlopen'ed.  By default the
-# private build is used when it is found in /usr/local/lib/sicm-jemalloc.
+# SICM_JEMALLOC: the jemalloc libsicm is built on, in this order:
+#   --with-jemalloc-source=PATH  a jemalloc release tarball or unpacked release
+#                                tree: `make` builds the private jemalloc in
+#                                the build tree (tools/build-jemalloc);
+#   --with-jemalloc=DIR          a private build already made there;
+#   --with-jemalloc=system       the system's libjemalloc (not dlopen-safe);
+#   neither: the tarball tools/setup-debian fetched into
+#   /usr/local/src/sicm, else a private build in /usr/local/lib/sicm-jemalloc,
+#   else the system's, which the summary says plainly.
+# The private build is linked statically, its symbols prefixed (sicm_je_),
+# its TLS dlopen-safe; libsicm.a carries it once installed.
+AC_DEFUN([SICM_JEMALLOC_SUPPORTED], [5.3])
 AC_DEFUN([SICM_JEMALLOC], [
+  AC_ARG_WITH([jemalloc-source],
+    [AS_HELP_STRING([--with-jemalloc-source=PATH],
+      [build the private jemalloc from a jemalloc ]SICM_JEMALLOC_SUPPORTED[ release tarball or unpacked tree, as part of make])],
+    [], [with_jemalloc_source=])
   AC_ARG_WITH([jemalloc],
-    [AS_HELP_STRING([--with-jemalloc=private|system|DIR],
-      [jemalloc to build on (default: private if tools/build-jemalloc installed it)])],
+    [AS_HELP_STRING([--with-jemalloc=DIR|system],
+      [a private jemalloc already built in DIR (tools/build-jemalloc SOURCE DIR), or the system's (cannot be loaded with dlopen)])],
     [], [with_jemalloc=auto])
-  sicm_je_dir=/usr/local/lib/sicm-jemalloc
+  sicm_je_source=$with_jemalloc_source
+  sicm_je_dir=
+  sicm_je_kind=system
   AS_CASE([$with_jemalloc],
-    [auto|private|yes], [],
-    [system|no], [],
-    [sicm_je_dir=$with_jemalloc; with_jemalloc=private])
-  AS_IF([test "x$with_jemalloc" = xauto],
-    [AS_IF([test -f "$sicm_je_dir/lib/libjemalloc_pic.a"], [with_jemalloc=private],
-      [with_jemalloc=system
-       AC_MSG_WARN([private jemalloc not found in $sicm_je_dir: linking Debian's libjemalloc, so libsicm.so cannot be loaded with dlopen (run tools/build-jemalloc)])])])
-  AS_IF([test "x$with_jemalloc" = xprivate], [
+    [auto|yes|private],
+      [AS_IF([test -z "$sicm_je_source"],
+        [for f in /usr/local/src/sicm/jemalloc_*.orig.tar.*; do
+           AS_IF([test -f "$f"], [sicm_je_source=$f])
+         done])
+       AS_IF([test -z "$sicm_je_source" && test -f /usr/local/lib/sicm-jemalloc/lib/libjemalloc_pic.a],
+         [sicm_je_dir=/usr/local/lib/sicm-jemalloc])],
+    [system|no], [AS_IF([test -n "$sicm_je_source"],
+      [AC_MSG_ERROR([--with-jemalloc=system and --with-jemalloc-source both given])])],
+    [sicm_je_dir=$with_jemalloc])
+  AS_IF([test -n "$sicm_je_source"], [
+    AS_IF([test -d "$sicm_je_source"],
+      [sicm_je_version=`cat "$sicm_je_source/VERSION" 2>/dev/null`],
+      [AS_IF([test -f "$sicm_je_source"], [],
+         [AC_MSG_ERROR([--with-jemalloc-source=$sicm_je_source: no such file or directory])])
+       sicm_je_version=`tar -xOf "$sicm_je_source" --wildcards '*/VERSION' 2>/dev/null | head -n 1`])
+    sicm_je_version=`echo "$sicm_je_version" | cut -d- -f1`
+    AS_IF([test -z "$sicm_je_version"],
+      [AC_MSG_ERROR([$sicm_je_source is not a jemalloc release tarball or tree (no VERSION file)])])
+    AS_CASE([$sicm_je_version],
+      [SICM_JEMALLOC_SUPPORTED|SICM_JEMALLOC_SUPPORTED.*], [],
+      [AC_MSG_WARN([jemalloc $sicm_je_version: libsicm supports ]SICM_JEMALLOC_SUPPORTED[.x; another version may not build or behave])])
+    sicm_je_source=`cd "\`dirname "$sicm_je_source"\`" && pwd`/`basename "$sicm_je_source"`
+    sicm_je_dir=`pwd`/jemalloc
+    sicm_je_kind=source
+  ])
+  AS_IF([test "$sicm_je_kind" != source && test -n "$sicm_je_dir"], [
     AS_IF([test -f "$sicm_je_dir/lib/libjemalloc_pic.a" && test -f "$sicm_je_dir/include/jemalloc/jemalloc.h"], [],
-      [AC_MSG_ERROR([no private jemalloc in $sicm_je_dir: run tools/build-jemalloc $sicm_je_dir])])
+      [AC_MSG_ERROR([no private jemalloc in $sicm_je_dir: run tools/build-jemalloc SOURCE $sicm_je_dir, or give --with-jemalloc-source])])
+    sicm_je_version=`sed -n 's/^#define JEMALLOC_VERSION "\([[0-9.]]*\).*/\1/p' "$sicm_je_dir/include/jemalloc/jemalloc.h"`
+    sicm_je_kind=private
+  ])
+  AS_IF([test "$sicm_je_kind" = system], [
+    SICM_REQUIRE_PKG([JEMALLOC], [jemalloc >= 5.2], [libjemalloc-dev])
+    sicm_jemalloc_pc="jemalloc"
+    sicm_je_private_libs=""
+    sicm_je_summary="the system's: libsicm.so will NOT load with dlopen, so the memkind-compatible library will not serve OpenMP runtimes (LLVM's libomp loads it with dlopen); give --with-jemalloc-source=TARBALL"
+  ], [
     JEMALLOC_CFLAGS="-I$sicm_je_dir/include"
     JEMALLOC_LIBS="-L$sicm_je_dir/lib -ljemalloc_pic -lm"
     AC_SUBST([JEMALLOC_CFLAGS])
     AC_SUBST([JEMALLOC_LIBS])
     sicm_jemalloc_pc=""
+    sicm_je_private_libs="-lm"
     AC_DEFINE([SICM_JEMALLOC_PRIVATE_BUILD], [1],
               [jemalloc is libsicm's own build, whose options libsicm sets])
-    AC_MSG_NOTICE([jemalloc: private build in $sicm_je_dir, linked statically])
-  ], [
-    SICM_REQUIRE_PKG([JEMALLOC], [jemalloc >= 5.2], [libjemalloc-dev])
-    sicm_jemalloc_pc="jemalloc"
-    AC_MSG_NOTICE([jemalloc: the system's (libsicm.so will not load with dlopen)])
+    AS_IF([test "$sicm_je_kind" = source],
+      [sicm_je_summary="private $sicm_je_version, built by make from $sicm_je_source (dlopen-safe)"],
+      [sicm_je_summary="private $sicm_je_version, built in $sicm_je_dir (dlopen-safe)"])
   ])
+  AC_SUBST([JEMALLOC_SOURCE], [$sicm_je_source])
+  AC_SUBST([JEMALLOC_DIR], [$sicm_je_dir])
   AC_SUBST([SICM_JEMALLOC_PC], [$sicm_jemalloc_pc])
-  AM_CONDITIONAL([PRIVATE_JEMALLOC], [test "x$with_jemalloc" = xprivate])
+  AC_SUBST([SICM_JEMALLOC_PRIVATE_LIBS], [$sicm_je_private_libs])
+  AM_CONDITIONAL([PRIVATE_JEMALLOC], [test "$sicm_je_kind" != system])
+  AM_CONDITIONAL([JEMALLOC_FROM_SOURCE], [test "$sicm_je_kind" = source])
+  AC_MSG_NOTICE([jemalloc: $sicm_je_summary])
 ])
+
