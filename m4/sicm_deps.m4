@@ -128,3 +128,85 @@ AC_DEFUN([SICM_JEMALLOC], [
   AC_MSG_NOTICE([jemalloc: $sicm_je_summary])
 ])
 
+# SICM_MPI_PROBE(WRAPPER): sets sicm_mpi_flavour (openmpi, mpich or empty)
+# from the macros WRAPPER's mpi.h defines, and sicm_mpi_cflags and
+# sicm_mpi_libs from what `WRAPPER -show` prints (Open MPI's and MPICH's
+# wrappers both take -show).
+AC_DEFUN([SICM_MPI_PROBE], [
+  sicm_mpi_flavour=
+  sicm_mpi_cflags=
+  sicm_mpi_libs=
+  printf '#include <mpi.h>\n#if defined(OPEN_MPI)\nsicm_flavour=openmpi\n#elif defined(MPICH_VERSION) || defined(MPICH)\nsicm_flavour=mpich\n#endif\n' > conftest_mpi.c
+  AS_IF([$1 -E conftest_mpi.c > conftest_mpi.i 2>&AS_MESSAGE_LOG_FD],
+    [sicm_mpi_flavour=`sed -n 's/^sicm_flavour=//p' conftest_mpi.i`])
+  rm -f conftest_mpi.c conftest_mpi.i
+  AS_IF([test -n "$sicm_mpi_flavour"], [
+    set dummy `$1 -show 2>/dev/null`
+    shift; shift
+    for flag in "$[@]"; do
+      AS_CASE([$flag],
+        [-I*|-D*], [sicm_mpi_cflags="$sicm_mpi_cflags $flag"],
+        [-L*|-l*|-Wl,*], [sicm_mpi_libs="$sicm_mpi_libs $flag"],
+        [-pthread], [sicm_mpi_cflags="$sicm_mpi_cflags $flag"; sicm_mpi_libs="$sicm_mpi_libs $flag"])
+    done
+  ])
+])
+
+# SICM_MPI: the MPIs libsicm-mpi is built for, one library each
+# (libsicm-mpi-openmpi.so, libsicm-mpi-mpich.so: a PMPI library is tied to
+# its MPI's ABI).  --with-mpi=LIST takes openmpi, mpich or an installation
+# DIR (its bin/mpicc), comma-separated; by default every MPI found: MPICC
+# (default mpicc), then Debian's mpicc.openmpi and mpicc.mpich.  MPICH-ABI
+# MPIs (Intel MPI, Cray MPICH) build as mpich.  Each MPI's launcher is the
+# mpirun beside its wrapper, with the wrapper's suffix.
+AC_DEFUN([SICM_MPI], [
+  AC_ARG_VAR([MPICC], [MPI C compiler wrapper to look at first (default: mpicc)])
+  AC_ARG_WITH([mpi],
+    [AS_HELP_STRING([--with-mpi=LIST],
+      [MPIs to build libsicm-mpi for: openmpi, mpich or an installation DIR, comma-separated (default: every one found; no: none)])],
+    [], [with_mpi=auto])
+  # Candidates as WRAPPER=FLAVOUR-WANTED (any: whichever it is).
+  sicm_mpi_wrappers=
+  AS_CASE([$with_mpi],
+    [auto|yes], [sicm_mpi_wrappers="${MPICC:-mpicc}=any mpicc.openmpi=any mpicc.mpich=any"],
+    [no], [],
+    [for item in `echo "$with_mpi" | tr ',' ' '`; do
+       AS_CASE([$item],
+         [openmpi|mpich], [sicm_mpi_wrappers="$sicm_mpi_wrappers mpicc.$item=$item ${MPICC:-mpicc}=$item"],
+         [AS_IF([test -x "$item/bin/mpicc"], [sicm_mpi_wrappers="$sicm_mpi_wrappers $item/bin/mpicc=any"],
+            [AC_MSG_ERROR([--with-mpi: $item is neither openmpi, mpich nor a directory with bin/mpicc])])])
+     done])
+  sicm_mpi_built=
+  for sicm_candidate in $sicm_mpi_wrappers; do
+    sicm_w=`echo "$sicm_candidate" | sed 's/=[[^=]]*$//'`
+    sicm_want=`echo "$sicm_candidate" | sed 's/.*=//'`
+    sicm_wpath=`command -v "$sicm_w" 2>/dev/null` || continue
+    SICM_MPI_PROBE([$sicm_wpath])
+    AS_IF([test -z "$sicm_mpi_flavour"], [continue])
+    AS_CASE([" $sicm_mpi_built "], [*" $sicm_mpi_flavour "*], [continue])
+    AS_IF([test "$sicm_want" != any && test "$sicm_want" != "$sicm_mpi_flavour"], [continue])
+    sicm_wdir=`dirname "$sicm_wpath"`
+    sicm_wsuffix=`basename "$sicm_wpath" | sed -n 's/^mpicc//p'`
+    sicm_run="$sicm_wdir/mpirun$sicm_wsuffix"
+    AS_IF([test -x "$sicm_run"], [], [sicm_run="$sicm_wdir/mpiexec$sicm_wsuffix"])
+    AS_CASE([$sicm_mpi_flavour],
+      [openmpi], [MPI_OPENMPI_CFLAGS=$sicm_mpi_cflags; MPI_OPENMPI_LIBS=$sicm_mpi_libs; MPI_OPENMPI_RUN=$sicm_run],
+      [mpich], [MPI_MPICH_CFLAGS=$sicm_mpi_cflags; MPI_MPICH_LIBS=$sicm_mpi_libs; MPI_MPICH_RUN=$sicm_run])
+    sicm_mpi_built="$sicm_mpi_built $sicm_mpi_flavour"
+    AC_MSG_NOTICE([libsicm-mpi-$sicm_mpi_flavour: $sicm_wpath, launcher $sicm_run])
+  done
+  AS_IF([test "x$with_mpi" != xauto && test "x$with_mpi" != xno && test -z "$sicm_mpi_built"],
+    [AC_MSG_ERROR([--with-mpi=$with_mpi: no such MPI found])])
+  AS_IF([test -z "$sicm_mpi_built" && test "x$with_mpi" != xno],
+    [AC_MSG_WARN([no MPI found (mpicc, mpicc.openmpi, mpicc.mpich): libsicm-mpi and its example are not built. On Debian/Ubuntu: apt-get install libopenmpi-dev openmpi-bin, or libmpich-dev mpich])])
+  AC_SUBST([MPI_OPENMPI_CFLAGS])
+  AC_SUBST([MPI_OPENMPI_LIBS])
+  AC_SUBST([MPI_OPENMPI_RUN])
+  AC_SUBST([MPI_MPICH_CFLAGS])
+  AC_SUBST([MPI_MPICH_LIBS])
+  AC_SUBST([MPI_MPICH_RUN])
+  AC_SUBST([SICM_MPI_BUILT], [`echo $sicm_mpi_built`])
+  AM_CONDITIONAL([HAVE_MPI_OPENMPI], [test -n "$MPI_OPENMPI_RUN"])
+  AM_CONDITIONAL([HAVE_MPI_MPICH], [test -n "$MPI_MPICH_RUN"])
+  AM_CONDITIONAL([HAVE_MPI], [test -n "$sicm_mpi_built"])
+])

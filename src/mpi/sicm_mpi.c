@@ -2,8 +2,9 @@
 /* sicm_mpi.c: libsicm-mpi, a PMPI interposition library.  MPI_Alloc_mem
  * and MPI_Win_allocate_shared read memory hints from their info argument
  * and place the memory on the device the hints name; everything else goes
- * to the MPI library (PMPI_*), so it works with any MPI without a rebuild.
- * Link it before the MPI library, or LD_PRELOAD it.
+ * to the MPI library (PMPI_*).  A PMPI library is tied to its MPI's ABI:
+ * it is built once per MPI (libsicm-mpi-openmpi, libsicm-mpi-mpich, which
+ * MPICH-ABI MPIs share).  Link it before the MPI library, or LD_PRELOAD it.
  *
  * Info keys (a value the library does not know is MPI_ERR_INFO_VALUE):
  *   sicm_memory    hbm | dram | capacity (device kinds), high_bw | low_lat |
@@ -19,7 +20,9 @@
  * of MPI_Alloc_mem: when MPI_Free_mem frees its last one, the arena is
  * destroyed and the name forgotten (a later allocation of that name makes
  * a new arena, placed anew).  Names are limited only by libsicm's arena
- * limit, reported with its own error string. */
+ * limit, reported with its own error string (under MPICH, whose codes of
+ * predefined classes lose their text, the class's own string, and ours on
+ * stderr). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <mpi.h>
@@ -63,6 +66,39 @@ static int initialized;             /* under arenas_lock: sicm_init done */
 /* Error codes with our own text: of class MPI_ERR_INFO_VALUE for bad
  * values, MPI_ERR_NO_MEM for libsicm's arena limit. */
 static int code_bad_memory, code_bad_fallback, code_bad_name, code_arena_limit;
+static const char text_bad_memory[] = "libsicm-mpi: info key sicm_memory must be hbm, dram, "
+                                      "capacity, high_bw, low_lat, large_cap or node:N";
+static const char text_bad_fallback[] =
+    "libsicm-mpi: info key sicm_fallback must be null, default or abort";
+static const char text_bad_name[] = "libsicm-mpi: info key sicm_arena must be 1 to 63 bytes";
+static const char text_arena_limit[] = "libsicm-mpi: libsicm's limit of live arenas is reached "
+                                       "(free the blocks of other sicm_arena names)";
+
+/* A code of `class` whose MPI_Error_string is `text`.  MPICH (4.0) makes
+ * codes of a predefined class that lose their text (MPI_Error_string then
+ * decodes them as one of its own messages): there the class itself is the
+ * code, and error_with_text() writes the text to stderr.  -1 on failure. */
+static int codes_lose_text;
+static int error_code_make(int class, const char *text, int *code) {
+  char got[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Add_error_code(class, code) != MPI_SUCCESS ||
+      MPI_Add_error_string(*code, text) != MPI_SUCCESS)
+    return -1;
+  if (MPI_Error_string(*code, got, &len) != MPI_SUCCESS || strcmp(got, text) != 0) {
+    *code = class;
+    codes_lose_text = 1;
+  }
+  return 0;
+}
+
+/* Returns code, first writing its text to stderr where the MPI library
+ * cannot give it (error_code_make). */
+static int error_with_text(int code, const char *text) {
+  if (codes_lose_text)
+    fprintf(stderr, "%s\n", text);
+  return code;
+}
 
 /* Made once, under arenas_lock (threads of an MPI_THREAD_MULTIPLE program
  * may allocate at once). */
@@ -70,18 +106,11 @@ static int error_codes_make_locked(void) {
   static int made;
   if (made)
     return 0;
-  if (MPI_Add_error_code(MPI_ERR_INFO_VALUE, &code_bad_memory) != MPI_SUCCESS ||
-      MPI_Add_error_code(MPI_ERR_INFO_VALUE, &code_bad_fallback) != MPI_SUCCESS ||
-      MPI_Add_error_code(MPI_ERR_INFO_VALUE, &code_bad_name) != MPI_SUCCESS ||
-      MPI_Add_error_code(MPI_ERR_NO_MEM, &code_arena_limit) != MPI_SUCCESS)
+  if (error_code_make(MPI_ERR_INFO_VALUE, text_bad_memory, &code_bad_memory) != 0 ||
+      error_code_make(MPI_ERR_INFO_VALUE, text_bad_fallback, &code_bad_fallback) != 0 ||
+      error_code_make(MPI_ERR_INFO_VALUE, text_bad_name, &code_bad_name) != 0 ||
+      error_code_make(MPI_ERR_NO_MEM, text_arena_limit, &code_arena_limit) != 0)
     return -1;
-  MPI_Add_error_string(code_bad_memory, "libsicm-mpi: info key sicm_memory must be hbm, dram, "
-                                        "capacity, high_bw, low_lat, large_cap or node:N");
-  MPI_Add_error_string(code_bad_fallback,
-                       "libsicm-mpi: info key sicm_fallback must be null, default or abort");
-  MPI_Add_error_string(code_bad_name, "libsicm-mpi: info key sicm_arena must be 1 to 63 bytes");
-  MPI_Add_error_string(code_arena_limit, "libsicm-mpi: libsicm's limit of live arenas is "
-                                         "reached (free the blocks of other sicm_arena names)");
   made = 1;
   return 0;
 }
@@ -115,7 +144,7 @@ static int hints_read(MPI_Info info, hints *h) {
     return MPI_ERR_INTERN;
   if (info_get(info, "sicm_memory", value, sizeof value)) {
     if (strlen(value) >= sizeof h->memory)
-      return code_bad_memory;
+      return error_with_text(code_bad_memory, text_bad_memory);
     snprintf(h->memory, sizeof h->memory, "%s", value);
     h->placed = 1;
   }
@@ -127,11 +156,11 @@ static int hints_read(MPI_Info info, hints *h) {
     else if (strcmp(value, "abort") == 0)
       h->fallback = FALLBACK_ABORT;
     else
-      return code_bad_fallback;
+      return error_with_text(code_bad_fallback, text_bad_fallback);
   }
   if (info_get(info, "sicm_arena", value, sizeof value)) {
     if (value[0] == '\0' || strlen(value) >= sizeof h->arena)
-      return code_bad_name;
+      return error_with_text(code_bad_name, text_bad_name);
     snprintf(h->arena, sizeof h->arena, "%s", value);
     h->placed = 1;
   }
@@ -263,7 +292,7 @@ static int hints_devices(const hints *h, sicm_device **devs, int *ndevs) {
     return MPI_ERR_INTERN;
   }
   *ndevs = memory_devices(h->memory, devs, SICM_ARENA_DEVICES_MAX);
-  return *ndevs < 0 ? code_bad_memory : MPI_SUCCESS;
+  return *ndevs < 0 ? error_with_text(code_bad_memory, text_bad_memory) : MPI_SUCCESS;
 }
 
 /* When the hinted memory cannot serve: the fallback's answer. */
@@ -297,7 +326,7 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
     return raise_error(MPI_ERR_SIZE);
   sicm_arena a = arena_for(&h, devs, ndevs);
   if (a == NULL && errno == EAGAIN) /* libsicm's arena limit: not a lack of memory */
-    return raise_error(code_arena_limit);
+    return raise_error(error_with_text(code_arena_limit, text_arena_limit));
   if (a == NULL)
     return fallback_take(&h, size, info, baseptr,
                          errno == ENODEV ? "no such device here" : sicm_error_detail());
@@ -317,6 +346,33 @@ int MPI_Free_mem(void *base) {
     return MPI_SUCCESS;
   }
   return PMPI_Free_mem(base);
+}
+
+static int mask_has(const unsigned long *mask, int node) {
+  return node >= 0 && node < NODES_BITS &&
+         (mask[node / (8 * sizeof(unsigned long))] >> (node % (8 * sizeof(unsigned long)))) & 1;
+}
+
+/* mbind(MPOL_MF_MOVE) moves what it can and says nothing of a page it could
+ * not (MPICH keeps its own words at the end of the segment, in a page one
+ * rank touched first): each page of [first, end) still off the mask's
+ * nodes moves to `node` with move_pages, which answers per page.  0, or -1
+ * with errno EIO when a page stays off. */
+static int window_pages_settle(char *first, char *end, const unsigned long *mask, int node) {
+  long page = sysconf(_SC_PAGESIZE);
+  for (char *p = first; p < end; p += page) {
+    void *addr = p;
+    int status = -1, target = node;
+    if (move_pages(0, 1, &addr, NULL, &status, 0) != 0 || mask_has(mask, status))
+      continue;
+    if ((move_pages(0, 1, &addr, &target, &status, MPOL_MF_MOVE_ALL) != 0 ||
+         status != node) &&
+        (move_pages(0, 1, &addr, &target, &status, MPOL_MF_MOVE) != 0 || status != node)) {
+      errno = EIO;
+      return -1;
+    }
+  }
+  return 0;
 }
 
 /* Places this rank's part of a node-shared window on the nodes of devs:
@@ -352,7 +408,7 @@ static int window_place(char *base, MPI_Aint size, sicm_device **devs, int ndevs
     *c = *c;
   }
   set_mempolicy(old_mode, old_mode == MPOL_DEFAULT ? NULL : old_mask, NODES_BITS);
-  return 0;
+  return window_pages_settle(first, end, mask, devs[0]->node);
 }
 
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,

@@ -12,6 +12,8 @@ guest() {
   shift
   "$src/tests/guest/sicm-guest" --topology "$topology" -C "$build" \
     --env "SICM_TOP_SRCDIR=$src" --env "SICM_TOP_BUILDDIR=$build" \
+    --env "MPI_OPENMPI_RUN=${MPI_OPENMPI_RUN:-}" --env "MPI_MPICH_RUN=${MPI_MPICH_RUN:-}" \
+    --env "SICM_MPI_REQUIRED=${SICM_MPI_REQUIRED:-0}" \
     -- sh "$src/tests/guest/run-numa-suites.sh" "$build" "$@"
 }
 # shellcheck disable=SC2086

@@ -1,10 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# host.sh: the `make check` entry for libsicm-mpi — tests/mpi/mpi_alloc_check
-# in 2 Open MPI ranks on this node (hints, errors, frees, one-sided and
-# node-shared windows; placement is the guest's, tests/mpi/guest.sh).
+# host.sh: the `make check` entry for libsicm-mpi — for each MPI it was built
+# for, tests/mpi/mpi_alloc_check-MPI in 2 ranks on this node (hints, errors,
+# error strings, frees, one-sided and node-shared windows, 10,000 arena
+# names; placement is the guest's, tests/mpi/guest.sh).
 set -u
 build=${SICM_TOP_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$(dirname "$0")/mpi_env.sh"
-mpi_require "$build/tests/mpi/mpi_alloc_check" tests/mpi/mpi_alloc_check
-mpi_alloc_run 120 -np 2 "$build/tests/mpi/mpi_alloc_check"
+flavours=$(mpi_flavours) || exit $?
+rc=0
+for f in $flavours; do
+  echo "== libsicm-mpi-$f"
+  mpi_run "$f" 180 2 "$build/tests/mpi/mpi_alloc_check-$f" || { echo "FAIL: $f"; rc=1; }
+done
+exit $rc
