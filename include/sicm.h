@@ -118,6 +118,15 @@ SICM_API const char *sicm_error_detail(void);
  * SICM_DEVICES_CONF is unset.  Never fails. */
 SICM_API const char *sicm_devices_conf_path(void);
 
+/* Which jemalloc this libsicm carries.  Stores its version (e.g. "5.3.0",
+ * static storage) in *version when version is not NULL, and returns 1 when
+ * it is libsicm's own build — prefixed, with TLS that dlopen allows, so
+ * that OpenMP runtimes, MPI libraries and Python can load libsicm with
+ * dlopen — or 0 when it is the system's shared jemalloc, with which
+ * libsicm cannot be loaded with dlopen.  Needs no sicm_init(); never
+ * fails. */
+SICM_API int sicm_jemalloc_info(const char **version);
+
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                  */
 /* ------------------------------------------------------------------------ */

@@ -26,6 +26,29 @@ _Static_assert(sizeof(sc_je_arena) <= SC_ARENA_KIND_DATA, "sc_je_arena outgrew k
 const char *je_malloc_conf = "tcache_gc_incr_bytes:1099511627776";
 #endif
 
+/* jemalloc's "5.3.0-0-g<hash>", up to the first '-': read once. */
+static char jemalloc_release[32];
+static pthread_once_t jemalloc_release_once = PTHREAD_ONCE_INIT;
+
+static void jemalloc_release_read(void) {
+  const char *full = "unknown";
+  size_t len = sizeof full;
+  je_mallctl("version", &full, &len, NULL, 0);
+  snprintf(jemalloc_release, sizeof jemalloc_release, "%.*s", (int)strcspn(full, "-"), full);
+}
+
+int sicm_jemalloc_info(const char **version) {
+  if (version != NULL) {
+    pthread_once(&jemalloc_release_once, jemalloc_release_read);
+    *version = jemalloc_release;
+  }
+#ifdef SICM_JEMALLOC_PRIVATE_BUILD
+  return 1;
+#else
+  return 0;
+#endif
+}
+
 static int private_open(sc_arena *a, void *arg) {
   sc_je_arena *je = sc_je_of(a);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);

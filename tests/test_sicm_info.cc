@@ -2,6 +2,7 @@
 // test_sicm_info.cc: `sicm-info --json` is valid JSON and agrees with the C
 // API and, for what decides migration speed, with the kernel.
 #include <stdio.h>
+#include <string.h>
 
 #include <map>
 #include <sstream>
@@ -175,14 +176,44 @@ TEST(SicmInfo, VersionPrintsTheVersionAndExitsZero) {
   std::string out = RunCommand(sicm_test::BuildPath("tools/sicm-info") + " --version", &status);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(0, WEXITSTATUS(status));
-  EXPECT_EQ(std::string("sicm-info (libsicm) ") + PACKAGE_VERSION + "\n", out);
+  const char *version = nullptr;
+  int own = sicm_jemalloc_info(&version);
+  ASSERT_NE(nullptr, version);
+  EXPECT_EQ(std::string("sicm-info (libsicm) ") + PACKAGE_VERSION + "\njemalloc " + version +
+                (own ? " (libsicm's own build: libsicm loads with dlopen)\n"
+                     : " (the system's: libsicm cannot be loaded with dlopen)\n"),
+            out);
+}
+
+// The jemalloc libsicm reports is the one it was built on: its release
+// ("5.3.0", digits and dots), and whether it is the private build, as the
+// JSON says; sicm_jemalloc_info needs no sicm_init.
+TEST(SicmInfo, JemallocIsReportedWithWhetherDlopenCanLoadLibsicm) {
+  const char *version = nullptr;
+  int own = sicm_jemalloc_info(&version);
+  ASSERT_NE(nullptr, version);
+  EXPECT_TRUE(own == 0 || own == 1);
+  EXPECT_GE(strlen(version), 3u);
+  EXPECT_EQ(strlen(version), strspn(version, "0123456789.")) << version;
+  EXPECT_EQ(sicm_jemalloc_info(nullptr), own);
+  int status;
+  std::string out = RunCommand(sicm_test::BuildPath("tools/sicm-info") +
+                                   " --json | python3 -c 'import json,sys; l=json.load(sys.stdin)"
+                                   "[\"library\"]; print(l[\"jemalloc\"], l[\"dlopen_safe\"])'",
+                               &status);
+  ASSERT_EQ(0, status) << out;
+  EXPECT_EQ(std::string(version) + (own ? " True\n" : " False\n"), out);
 }
 
 TEST(SicmInfo, BadOptionExitsTwo) {
-  int status;
-  RunCommand(sicm_test::BuildPath("tools/sicm-info") + " --frobnicate 2>/dev/null", &status);
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(2, WEXITSTATUS(status));
+  // An empty or out-of-range node was taken as node 0 once.
+  for (const char *args : {" --frobnicate", " --initiator", " --initiator x", " --initiator ''",
+                           " --initiator 4294967296", " --initiator 1x"}) {
+    int status;
+    RunCommand(sicm_test::BuildPath("tools/sicm-info") + args + " 2>/dev/null", &status);
+    EXPECT_TRUE(WIFEXITED(status)) << args;
+    EXPECT_EQ(2, WEXITSTATUS(status)) << args;
+  }
 }
 
 TEST(SicmInfo, MalformedConfIsReportedWithLine) {

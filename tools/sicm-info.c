@@ -3,6 +3,7 @@
  * what decides how fast pages migrate on this machine, as a table or
  * (--json) as JSON. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,12 @@ static void migration_factors_read(migration_factors *m) {
 
 static const char *tristate(int v, const char *yes, const char *no) {
   return v < 0 ? "unknown" : v ? yes : no;
+}
+
+/* The jemalloc libsicm carries, and what it means for loading libsicm. */
+static const char *jemalloc_words(const char **version) {
+  return sicm_jemalloc_info(version) ? "libsicm's own build: libsicm loads with dlopen"
+                                     : "the system's: libsicm cannot be loaded with dlopen";
 }
 
 static void print_migration_table(const migration_factors *m) {
@@ -372,6 +379,9 @@ static void print_table(const sicm_device_list *list, int initiator, const ranki
     printf("\n");
   }
   print_migration_table(m);
+  const char *version;
+  const char *words = jemalloc_words(&version);
+  printf("\nlibsicm %s, jemalloc %s (%s)\n", PACKAGE_VERSION, version, words);
 }
 
 /* Every string in the JSON goes through here.  No device field can hold a
@@ -502,6 +512,14 @@ static void print_json(const sicm_device_list *list, int initiator, const rankin
     printf("]}%s\n", c + 1 < NCRITERIA ? "," : "");
   }
   printf("  },\n");
+  const char *version;
+  int own = sicm_jemalloc_info(&version);
+  printf("  \"library\": {\"version\": ");
+  json_string(PACKAGE_VERSION);
+  printf(", \"jemalloc\": ");
+  json_string(version);
+  printf(", \"jemalloc_private\": %s, \"dlopen_safe\": %s},\n", own ? "true" : "false",
+         own ? "true" : "false");
   print_json_migration(m);
   printf("}\n");
 }
@@ -512,14 +530,20 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--json") == 0) {
       json = 1;
     } else if (strcmp(argv[i], "--initiator") == 0 && i + 1 < argc) {
+      /* A whole number in int's range: "" or "4294967296" is no node. */
       char *end;
-      initiator = (int)strtol(argv[++i], &end, 10);
-      if (*end != '\0') {
+      const char *arg = argv[++i];
+      errno = 0;
+      long node = strtol(arg, &end, 10);
+      initiator = (int)node;
+      if (end == arg || *end != '\0' || errno != 0 || node < INT_MIN || node > INT_MAX) {
         usage(stderr);
         return 2;
       }
     } else if (strcmp(argv[i], "--version") == 0) {
-      printf("sicm-info (libsicm) %s\n", PACKAGE_VERSION);
+      const char *version;
+      const char *words = jemalloc_words(&version);
+      printf("sicm-info (libsicm) %s\njemalloc %s (%s)\n", PACKAGE_VERSION, version, words);
       return 0;
     } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
