@@ -177,6 +177,8 @@ AC_DEFUN([SICM_MPI], [
             [AC_MSG_ERROR([--with-mpi: $item is neither openmpi, mpich nor a directory with bin/mpicc])])])
      done])
   sicm_mpi_built=
+  sicm_mpi_none_why="no MPI found"
+  AS_IF([test "x$with_mpi" = xno], [sicm_mpi_none_why="--without-mpi"])
   for sicm_candidate in $sicm_mpi_wrappers; do
     sicm_w=`echo "$sicm_candidate" | sed 's/=[[^=]]*$//'`
     sicm_want=`echo "$sicm_candidate" | sed 's/.*=//'`

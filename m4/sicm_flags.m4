@@ -37,3 +37,38 @@ AC_DEFUN([SICM_TLS_DIALECT], [
   CFLAGS=$sicm_save_CFLAGS
   AC_SUBST([TLS_CFLAGS])
 ])
+
+# SICM_FORTRAN: the Fortran compiler of the module and libsicm_fortran: FC
+# if set, else the first of gfortran, flang-new, flang, ifx, nvfortran, ftn.
+# A module's .mod file belongs to the compiler that wrote it, so the one
+# chosen here is the one users of the installed module must use.  Sets
+# SICM_FC, the flag that puts .mod files in a directory (SICM_FC_MODDIR:
+# -J for GNU and LLVM, -module for Intel and NVIDIA) and -Wall for gfortran.
+AC_DEFUN([SICM_FORTRAN], [
+  AC_ARG_VAR([FC], [Fortran compiler of the sicm module (default: the first of gfortran, flang-new, flang, ifx, nvfortran, ftn)])
+  AS_IF([test -n "$FC"], [SICM_FC=$FC],
+    [AC_CHECK_PROGS([SICM_FC], [gfortran flang-new flang ifx nvfortran ftn], [no])])
+  SICM_FC_MODDIR=
+  SICM_FC_WARN=
+  sicm_fc_summary="none: the Fortran module is not built (set FC, or apt-get install gfortran)"
+  AS_IF([test "x$SICM_FC" != xno], [
+    AC_MSG_CHECKING([how $SICM_FC puts module files in a directory])
+    mkdir -p conftest.mod
+    printf 'module conftest_m\ninteger :: x\nend module conftest_m\n' > conftest_m.f90
+    for flag in -J -module; do
+      rm -f conftest.mod/*
+      AS_IF([$SICM_FC -c $flag conftest.mod -o conftest_m.o conftest_m.f90 >&AS_MESSAGE_LOG_FD 2>&1 &&
+             ls conftest.mod/*.mod >/dev/null 2>&1], [SICM_FC_MODDIR=$flag; break])
+    done
+    rm -rf conftest.mod conftest_m.f90 conftest_m.o
+    AC_MSG_RESULT([${SICM_FC_MODDIR:-no way}])
+    AS_IF([test -z "$SICM_FC_MODDIR"],
+      [AC_MSG_WARN([$SICM_FC puts module files nowhere we can tell it: the Fortran module is not built]); SICM_FC=no],
+      [sicm_fc_summary="$SICM_FC (module and libsicm_fortran)"
+       AS_CASE([`$SICM_FC --version 2>/dev/null | head -n 1`], [*GNU*], [SICM_FC_WARN=-Wall])])
+  ], [AC_MSG_WARN([no Fortran compiler: the Fortran module is not built. Set FC, or on Debian/Ubuntu: apt-get install gfortran])])
+  AC_SUBST([SICM_FC])
+  AC_SUBST([SICM_FC_MODDIR])
+  AC_SUBST([SICM_FC_WARN])
+  AM_CONDITIONAL([HAVE_FORTRAN], [test "x$SICM_FC" != xno])
+])

@@ -97,12 +97,20 @@ static void memkind_works(const char *path) {
   }
 }
 
-int main(void) {
+/* With no argument, the libraries of the build tree; with LIBDIR, those
+ * installed there (tests/install.sh). */
+int main(int argc, char **argv) {
   const char *top = getenv("SICM_TOP_BUILDDIR");
   char path[4096];
-  snprintf(path, sizeof path, "%s/src/.libs/libsicm.so", top ? top : ".");
+  if (argc == 2)
+    snprintf(path, sizeof path, "%s/libsicm.so", argv[1]);
+  else
+    snprintf(path, sizeof path, "%s/src/.libs/libsicm.so", top ? top : ".");
   libsicm_works(path);
-  snprintf(path, sizeof path, "%s/src/memkind/.libs/libmemkind.so", top ? top : ".");
+  if (argc == 2)
+    snprintf(path, sizeof path, "%s/sicm/memkind/libmemkind.so", argv[1]);
+  else
+    snprintf(path, sizeof path, "%s/src/memkind/.libs/libmemkind.so", top ? top : ".");
   memkind_works(path);
   if (failures == 0)
     printf("test_dlopen: libsicm.so and libmemkind.so loaded with dlopen, allocations made and "
