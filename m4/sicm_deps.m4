@@ -176,6 +176,8 @@ AC_DEFUN([SICM_MPI], [
          [AS_IF([test -x "$item/bin/mpicc"], [sicm_mpi_wrappers="$sicm_mpi_wrappers $item/bin/mpicc=any"],
             [AC_MSG_ERROR([--with-mpi: $item is neither openmpi, mpich nor a directory with bin/mpicc])])])
      done])
+  AS_IF([test -n "$MPICC" && test "x$with_mpi" != xno && ! command -v "$MPICC" >/dev/null 2>&1],
+    [AC_MSG_WARN([MPICC=$MPICC: no such program; looking for other MPI wrappers])])
   sicm_mpi_built=
   sicm_mpi_none_why="no MPI found"
   AS_IF([test "x$with_mpi" = xno], [sicm_mpi_none_why="--without-mpi"])
