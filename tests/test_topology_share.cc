@@ -245,8 +245,10 @@ TEST_F(TopologyShare, NonFilesAtTheNamesMeanPromptDiscoveryAndOneMessage) {
       std::string where = std::string(t.what) + " at " + name;
       EXPECT_EQ(SICM_TOPOLOGY_DISCOVERED, run.status) << where << "\n" << run.err;
       EXPECT_LT(run.seconds, 3.0) << where;  // the lock file is waited on for at most 2 s
+      // At the file's own name nothing is waited on: the two inits finish
+      // before the 2 s a lock file is waited on, whatever discovery costs.
       if (name == file) {
-        EXPECT_LT(run.seconds, 1.0) << where;
+        EXPECT_LT(run.seconds, 2.0) << where;
       }
       EXPECT_EQ(2, sicm_test::Occurrences(run.err, "discovers the topology itself")) << where << "\n" << run.err;
       EXPECT_NE(std::string::npos, run.err.find(name)) << where << "\n" << run.err;
