@@ -6,10 +6,4 @@
 set -u
 build=${SICM_TOP_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$(dirname "$0")/mpi/mpi_env.sh"
-flavours=$(mpi_flavours) || exit $?
-rc=0
-for f in $flavours; do
-  echo "== $f"
-  mpi_run "$f" 120 4 "$build/examples/mpi_shared-$f" || { echo "FAIL: $f"; rc=1; }
-done
-exit $rc
+mpi_each 120 4 "$build/examples/mpi_shared"

@@ -7,10 +7,4 @@
 set -u
 build=${SICM_TOP_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$(dirname "$0")/mpi_env.sh"
-flavours=$(mpi_flavours) || exit $?
-rc=0
-for f in $flavours; do
-  echo "== libsicm-mpi-$f"
-  mpi_run "$f" 180 2 "$build/tests/mpi/mpi_alloc_check-$f" || { echo "FAIL: $f"; rc=1; }
-done
-exit $rc
+mpi_each 180 2 "$build/tests/mpi/mpi_alloc_check"

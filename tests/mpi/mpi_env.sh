@@ -6,7 +6,9 @@
 # MPICH fails it (99).  `mpi_run FLAVOUR SECONDS NP [--bind] PROGRAM
 # [ARGS...]` launches NP ranks (--bind: rank r on CPU r) with an empty
 # SICM_TOPOLOGY_DIR of their own (one rank publishes the topology, the
-# others adopt it); then the settings every run needs.
+# others adopt it); `mpi_each SECONDS NP [--bind] PROGRAM [ARGS...]` runs
+# PROGRAM-MPI so under each MPI built and fails if any run did; then the
+# settings every run needs.
 mpi_flavours() {
   flavours=
   [ -n "${MPI_OPENMPI_RUN:-}" ] && flavours="$flavours openmpi"
@@ -43,6 +45,22 @@ mpi_run() {
   rm -rf "$SICM_TOPOLOGY_DIR"
   unset SICM_TOPOLOGY_DIR
   return $rc
+}
+mpi_each() {
+  each_flavours=$(mpi_flavours) || exit $?
+  each_seconds=$1 each_np=$2
+  shift 2
+  each_bind=
+  if [ "$1" = --bind ]; then each_bind=--bind; shift; fi
+  each_program=$1
+  shift
+  each_rc=0
+  for each_f in $each_flavours; do
+    echo "== $each_f: $(basename "$each_program")-$each_f"
+    mpi_run "$each_f" "$each_seconds" "$each_np" $each_bind "$each_program-$each_f" "$@" ||
+      { echo "FAIL: $each_f"; each_rc=1; }
+  done
+  return $each_rc
 }
 # The MPI libraries' own allocations are not ours to report in sanitizer builds.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
