@@ -3,11 +3,13 @@
  * sicm_free(), and the layout (an ABI, versioned) it reads.  Included by
  * sicm.h; including it alone includes sicm.h first.
  *
- * sicm_arena_alloc() and sicm_free() calls compile, in a program built with
- * GCC or Clang, to an inline check of this thread's front: the bins of the
- * private arena the thread used last, which the library keeps up to date.
- * A hit takes a region from a bin or puts one back, with no call; anything
- * else calls the functions of sicm.h, so behaviour and errors are theirs.
+ * sicm_arena_alloc(), sicm_free() and sicm_arena_lookup() calls compile, in
+ * a program built with GCC or Clang, to an inline check of this thread's
+ * front: the bins of the private arena the thread used last, and the
+ * addresses of its first window, which the library keeps up to date.  A
+ * hit takes a region from a bin, puts one back or names the arena, with no
+ * call; anything else calls the functions of sicm.h, so behaviour and
+ * errors are theirs.
  * Define SICM_NO_INLINE before including this header to always call them
  * (taking their address, e.g. `&sicm_free`, always gives the function).
  *
@@ -46,21 +48,37 @@ SICM_API extern __thread sicm_front_v2_t sicm_front_v2;
 /* Advances whenever an arena is destroyed: a front set before is stale. */
 SICM_API extern uint64_t sicm_epoch_v2;
 #endif
-#if defined(__GNUC__) && !defined(SICM_NO_INLINE)
+#if defined(__GNUC__)
+/* The front's three checks, on a front the caller fetched once (each
+ * fetch of a thread-local of a shared library may be a call).  The inline
+ * paths below, and the library's own functions, are made of these. */
 
-static inline void *sicm_arena_alloc_inline_v2(sicm_arena sa, size_t sz) {
-  sicm_front_v2_t *f = &sicm_front_v2;
-  if ((uintptr_t)sa == f->arena && sz - 1 < f->max &&
+/* A region of this size from the front's bins if the front serves arena
+ * `arena`; NULL otherwise (a bin never holds NULL). */
+static inline void *sicm_front_alloc_v2(sicm_front_v2_t *f, uintptr_t arena, size_t sz) {
+  if (arena == f->arena && sz - 1 < f->max &&
       f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
     sicm_bin_v2 *bin = &f->bins[f->class_of[(sz - 1) >> 3]];
     if (bin->count > 0)
       return bin->slots[--bin->count];
   }
-  return (sicm_arena_alloc)(sa, sz);
+  return NULL;
 }
 
-static inline void sicm_free_inline_v2(void *ptr) {
-  sicm_front_v2_t *f = &sicm_front_v2;
+/* The front's arena if ptr lies in the front's addresses, else 0.  They
+ * belong to that arena alone: private windows are whole chunks of address
+ * space, never shared with another arena. */
+static inline uintptr_t sicm_front_owner_v2(const sicm_front_v2_t *f, const void *ptr) {
+  return (uintptr_t)ptr - f->base < f->size &&
+                 f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)
+             ? f->arena
+             : 0;
+}
+
+/* Puts ptr in the front's bin of its class and returns 1, or returns 0
+ * when it is not a binned block of the front's arena, the bin is full, or
+ * ptr is the block freed last into it (the library refuses that). */
+static inline int sicm_front_free_v2(sicm_front_v2_t *f, void *ptr) {
   uintptr_t offset = (uintptr_t)ptr - f->base;
   if (offset < f->size && f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
     /* Atomic: another thread may be tagging a neighbouring page's block (the
@@ -69,18 +87,36 @@ static inline void sicm_free_inline_v2(void *ptr) {
     if (bin_index < f->nbins && ((uintptr_t)ptr & f->start_mask[bin_index]) == 0) {
       sicm_bin_v2 *bin = &f->bins[bin_index];
       unsigned count = bin->count;
-      /* The block freed last in this bin again: the library refuses it. */
       if (count < bin->limit && (count == 0 || bin->slots[count - 1] != ptr)) {
         bin->slots[count] = ptr;
         bin->count = count + 1;
-        return;
+        return 1;
       }
     }
   }
-  (sicm_free)(ptr);
+  return 0;
+}
+#endif
+
+#if defined(__GNUC__) && !defined(SICM_NO_INLINE)
+
+static inline void *sicm_arena_alloc_inline_v2(sicm_arena sa, size_t sz) {
+  void *p = sicm_front_alloc_v2(&sicm_front_v2, (uintptr_t)sa, sz);
+  return p != NULL ? p : (sicm_arena_alloc)(sa, sz);
+}
+
+static inline void sicm_free_inline_v2(void *ptr) {
+  if (!sicm_front_free_v2(&sicm_front_v2, ptr))
+    (sicm_free)(ptr);
+}
+
+static inline sicm_arena sicm_arena_lookup_inline_v2(const void *ptr) {
+  uintptr_t arena = sicm_front_owner_v2(&sicm_front_v2, ptr);
+  return arena != 0 ? (sicm_arena)arena : (sicm_arena_lookup)(ptr);
 }
 
 #define sicm_arena_alloc(sa, sz) sicm_arena_alloc_inline_v2((sa), (sz))
+#define sicm_arena_lookup(ptr) sicm_arena_lookup_inline_v2(ptr)
 #define sicm_free(ptr) sicm_free_inline_v2(ptr)
 #endif
 

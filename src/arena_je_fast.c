@@ -1,18 +1,45 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_je_fast.c: sicm_arena_alloc and sicm_free, the two calls every
  * container makes, and the thread's front that the public header's inline
- * fast path reads.  The functions serve this thread's bins of a private
- * arena straight from the handle (alloc) or from the pointer's page tag
- * and window owner (free), and its large blocks with one jemalloc call: no
- * call through the operations table, no query to jemalloc for a size.
- * Whatever else goes to the entry points of every kind in arena_alloc.c.
- * A small allocation makes its arena the front, so that the caller's
- * inline path serves the next ones. */
+ * fast path reads.  Each function first serves the front as the inline
+ * path does, so that a caller who cannot inline (Fortran, MPI, dlsym, the
+ * adapters) pays one call, not the lookups.  Past the front it serves this
+ * thread's bins of any private arena straight from the handle (alloc) or
+ * from the pointer's page tag and window owner (free), and large blocks
+ * with one jemalloc call: no call through the operations table, no query
+ * to jemalloc for a size.  Whatever else goes to the entry points of every
+ * kind in arena_alloc.c.  A small allocation makes its arena the front. */
 #include "arena_je.h"
 
 SC_TLS sicm_front_v2_t sc_front;
 extern SC_TLS sicm_front_v2_t sicm_front_v2
     __attribute__((alias("sc_front"), visibility("default")));
+
+/* This thread's front.  GCC reaches a thread-local of a dlopen-able
+ * library through a TLS descriptor (-mtls-dialect=gnu2): a call that, for
+ * a library loaded at start-up, returns a constant offset.  Clang before 19
+ * has no such option on x86-64 and calls __tls_get_addr on every access,
+ * so for it the descriptor sequence is written out.  The descriptor call
+ * preserves every register but %rax and the flags; it is made below the
+ * red zone, which a leaf function may be using, on a 16-byte aligned
+ * stack as any call (the dynamic descriptor calls __tls_get_addr). */
+static inline sicm_front_v2_t *front_self(void) {
+#if defined(__clang__) && defined(__x86_64__) && defined(__PIC__)
+  sicm_front_v2_t *f;
+  uintptr_t saved_sp;
+  __asm__("movq %%rsp, %1\n\t"
+          "leaq -128(%%rsp), %%rsp\n\t"
+          "andq $-16, %%rsp\n\t"
+          "leaq sc_front@TLSDESC(%%rip), %0\n\t"
+          "call *sc_front@TLSCALL(%0)\n\t"
+          "movq %1, %%rsp\n\t"
+          "addq %%fs:0, %0"
+          : "=a"(f), "=&r"(saved_sp) : : "cc");
+  return f;
+#else
+  return &sc_front;
+#endif
+}
 
 /* Makes the cache of the arena with handle h this thread's front; left
  * empty when the arena died meanwhile (the epoch is read first, so a
@@ -41,7 +68,9 @@ static int front_is(uintptr_t h) {
          sc_front.epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED);
 }
 
-void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
+/* sicm_arena_alloc beyond the front: the thread's cache of any private
+ * arena, large blocks, and everything else. */
+static __attribute__((noinline)) void *arena_alloc_cached(sicm_arena sa, size_t sz) {
   uintptr_t h = (uintptr_t)sa;
   unsigned slot = h & (SC_ARENA_SLOTS - 1);
   sc_thread_table *t = &sc_thread_caches;
@@ -78,7 +107,8 @@ void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
   return sc_arena_alloc_any(sa, sz);
 }
 
-void sicm_free(void *ptr) {
+/* sicm_free beyond the front. */
+static __attribute__((noinline)) void free_cached(void *ptr) {
   unsigned cls = sc_page_class(ptr);
   if (cls < sc_je_size_classes.nclasses && sc_class_start_ok(cls, ptr)) {
     uintptr_t chunk = (uintptr_t)ptr >> SC_CHUNK_SHIFT;
@@ -101,4 +131,17 @@ void sicm_free(void *ptr) {
     }
   }
   sc_free_any(ptr);
+}
+
+/* The called functions (SICM_NO_INLINE, dlsym, Fortran, the adapters)
+ * first do what the header's inline path does, with the same checks, in a
+ * leaf that needs no stack frame; anything else is a tail call. */
+void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
+  void *p = sicm_front_alloc_v2(front_self(), (uintptr_t)sa, sz);
+  return p != NULL ? p : arena_alloc_cached(sa, sz);
+}
+
+void sicm_free(void *ptr) {
+  if (!sicm_front_free_v2(front_self(), ptr))
+    free_cached(ptr);
 }
