@@ -15,7 +15,9 @@ static int policy = HBW_POLICY_PREFERRED;
 static int policy_fixed; /* set, or an allocation was made: no more changes */
 
 static memkind_t current_kind(int huge) {
-  __atomic_store_n(&policy_fixed, 1, __ATOMIC_RELAXED);
+  /* Read first: a store on every call would bounce the line between CPUs. */
+  if (!__atomic_load_n(&policy_fixed, __ATOMIC_RELAXED))
+    __atomic_store_n(&policy_fixed, 1, __ATOMIC_RELAXED);
   return mk_hbw_kind(__atomic_load_n(&policy, __ATOMIC_RELAXED), huge);
 }
 
@@ -56,14 +58,7 @@ void *hbw_realloc(void *ptr, size_t size) {
   return memkind_realloc(current_kind(0), ptr, size);
 }
 
-void hbw_free(void *ptr) {
-  if (ptr == NULL)
-    return;
-  if (mk_is_hbw_pointer(ptr))
-    sicm_free(ptr);
-  else
-    mk_report_foreign("hbw_free", ptr);
-}
+void hbw_free(void *ptr) { mk_hbw_free(ptr); }
 
 size_t hbw_malloc_usable_size(void *ptr) {
   return ptr != NULL && mk_is_hbw_pointer(ptr) ? sicm_usable_size(ptr) : 0;

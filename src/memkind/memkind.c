@@ -5,16 +5,26 @@
  * node of that type, all of them, or those local to the calling CPU) and a
  * placement (bind, preferred, interleave).  Each kind gets one libsicm
  * arena per initiator node, created on first use, bound to the devices the
- * kind selects from that node.  MEMKIND_DEFAULT is the process's malloc.
- * Only libsicm's public API is used. */
+ * kind selects from that node.  MEMKIND_DEFAULT and MEMKIND_REGULAR are
+ * arenas too, preferring the calling CPU's node (memkind serves them from
+ * its own jemalloc, not from malloc); the process's malloc serves them only
+ * when libsicm cannot start.  Only libsicm's public API is used, with its
+ * header's inline paths: a kind's allocation is a lookup of the calling
+ * CPU's node and an inline sicm_arena_alloc, its free an inline lookup of
+ * the pointer's arena and an inline sicm_free. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <numa.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#endif
 
 #include "memkind_internal.h"
 
@@ -43,8 +53,8 @@ struct memkind {
 
 #define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL}
 static struct memkind kinds[] = {
-    KIND("memkind_default", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
-    KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
+    KIND("memkind_default", MEM_DEFAULT, SCOPE_LOCAL, PLACE_PREFERRED),
+    KIND("memkind_regular", MEM_DEFAULT, SCOPE_LOCAL, PLACE_PREFERRED),
     KIND("memkind_hbw", MEM_HBW, SCOPE_NEAREST, PLACE_BIND),
     KIND("memkind_hbw_all", MEM_HBW, SCOPE_ALL, PLACE_BIND),
     KIND("memkind_hbw_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED),
@@ -117,6 +127,28 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int sicm_ready;                  /* sicm_init succeeded */
 static int node_slots;                  /* highest node id + 1 */
 static struct bitmask *hbw_override;    /* MEMKIND_HBW_NODES, or NULL */
+/* The node of each CPU, so that a kind finds the calling thread's node
+ * from its CPU alone.  The CPU is read from the thread's rseq area, which
+ * the kernel rewrites whenever the thread changes CPU, so a thread that
+ * moves gets its new node's memory from its next allocation; without rseq
+ * (glibc before 2.35, or glibc.pthread.rseq=0) sched_getcpu() gives the
+ * same answer at the cost of a call.  CPUs past the table, or of no node
+ * of libsicm's, take sicm_node_self(). */
+static int ncpus;
+static short *cpu_node;
+
+static inline int cpu_now(void) {
+#if defined(RSEQ_SIG) && defined(__GNUC__) && !defined(__clang__)
+  if (__builtin_expect(__rseq_size >= 8, 1)) {
+    const struct rseq *area =
+        (const struct rseq *)(void *)((char *)__builtin_thread_pointer() + __rseq_offset);
+    int cpu = (int)__atomic_load_n(&area->cpu_id, __ATOMIC_RELAXED);
+    if (cpu >= 0)
+      return cpu;
+  }
+#endif
+  return sched_getcpu();
+}
 
 static void mk_init(void) {
   if (sicm_init() != 0) {
@@ -128,6 +160,13 @@ static void mk_init(void) {
   for (unsigned i = 0; i < list->count; i++)
     if (list->devices[i].node + 1 > node_slots)
       node_slots = list->devices[i].node + 1;
+  int cpus = numa_num_configured_cpus();
+  cpu_node = cpus > 0 ? malloc((size_t)cpus * sizeof *cpu_node) : NULL;
+  for (int cpu = 0; cpu_node != NULL && cpu < cpus; cpu++) {
+    int node = numa_node_of_cpu(cpu);
+    cpu_node[cpu] = (short)(node >= 0 && node < node_slots && node < SHRT_MAX ? node : -1);
+  }
+  ncpus = cpu_node != NULL ? cpus : 0;
   const char *env = getenv("MEMKIND_HBW_NODES");
   if (env != NULL && env[0] != '\0') {
     hbw_override = numa_parse_nodestring(env);
@@ -135,10 +174,12 @@ static void mk_init(void) {
       fprintf(stderr, "libmemkind (libsicm): MEMKIND_HBW_NODES=\"%s\" is not a node list; "
                       "using the HBM libsicm finds\n", env);
   }
-  sicm_ready = 1;
+  __atomic_store_n(&sicm_ready, 1, __ATOMIC_RELEASE);
 }
 
 static int mk_ready(void) {
+  if (__atomic_load_n(&sicm_ready, __ATOMIC_ACQUIRE))
+    return 1;
   pthread_once(&init_once, mk_init);
   return sicm_ready;
 }
@@ -181,6 +222,10 @@ static sicm_device *best_by(sicm_rank_by by, int node) {
 static unsigned kind_devices(const struct memkind *k, int node, sicm_device **out) {
   const sicm_device_list *list = sicm_devices();
   unsigned n = 0;
+  if (k->memory == MEM_DEFAULT) { /* the node itself, as the default policy */
+    out[0] = sicm_device_of_node(node, 0);
+    return out[0] != NULL;
+  }
   if (k->memory == MEM_LOWEST_LATENCY || k->memory == MEM_HIGHEST_BANDWIDTH) {
     out[0] = best_by(k->memory == MEM_LOWEST_LATENCY ? SICM_RANK_LATENCY : SICM_RANK_BANDWIDTH,
                      node);
@@ -211,16 +256,66 @@ static unsigned kind_devices(const struct memkind *k, int node, sicm_device **ou
   return n;
 }
 
-/* The kind's arena for the calling thread's node, created on first use;
+/* ---- the arenas of kinds, by handle ----
+ * An open-addressed table from arena handle to kind, filled as arenas are
+ * published and never emptied (a kind's arenas live as long as the
+ * process), so that freeing and detecting find a pointer's kind in a few
+ * loads.  An arena it has no room for is found by kind_of_arena's scan. */
+#define KNOWN_SLOTS 1024
+#define KNOWN_PROBES 8
+static struct { sicm_arena arena; memkind_t kind; } known[KNOWN_SLOTS];
+
+static unsigned known_hash(sicm_arena arena) {
+  return (unsigned)(((uintptr_t)arena * 0x9e3779b97f4a7c15ull) >> 54) & (KNOWN_SLOTS - 1);
+}
+
+static void known_add(sicm_arena arena, memkind_t kind) {
+  for (unsigned i = 0, h = known_hash(arena); i < KNOWN_PROBES; i++) {
+    unsigned slot = (h + i) & (KNOWN_SLOTS - 1);
+    sicm_arena empty = NULL;
+    if (__atomic_compare_exchange_n(&known[slot].arena, &empty, arena, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      __atomic_store_n(&known[slot].kind, kind, __ATOMIC_RELEASE);
+      return;
+    }
+  }
+}
+
+/* The kind of an arena the table holds; NULL when it does not (yet). */
+static inline memkind_t known_kind(sicm_arena arena) {
+  for (unsigned i = 0, h = known_hash(arena); i < KNOWN_PROBES; i++) {
+    unsigned slot = (h + i) & (KNOWN_SLOTS - 1);
+    sicm_arena a = __atomic_load_n(&known[slot].arena, __ATOMIC_ACQUIRE);
+    if (a == arena)
+      return __atomic_load_n(&known[slot].kind, __ATOMIC_ACQUIRE);
+    if (a == NULL)
+      return NULL;
+  }
+  return NULL;
+}
+
+/* The kind's arena for the calling thread's node, made on first use, or
  * NULL with errno ENOMEM when the kind has no device and cannot fall back. */
-static sicm_arena kind_arena(memkind_t k) {
-  if (!mk_ready() || k->memory == MEM_HUGETLB) {
+static sicm_arena kind_arena_make(memkind_t k, int node);
+
+static inline sicm_arena kind_arena(memkind_t k) {
+  if (__builtin_expect(!mk_ready() || k->memory == MEM_HUGETLB, 0)) {
     errno = ENOMEM;
     return NULL;
   }
-  int node = sicm_node_self();
-  if (node < 0 || node >= node_slots)
-    node = 0;
+  int cpu = cpu_now();
+  int node = cpu >= 0 && cpu < ncpus ? cpu_node[cpu] : -1;
+  if (node < 0) {
+    node = sicm_node_self();
+    if (node < 0 || node >= node_slots)
+      node = 0;
+  }
+  sicm_arena *table = __atomic_load_n(&k->arenas, __ATOMIC_ACQUIRE);
+  sicm_arena arena = table ? __atomic_load_n(&table[node], __ATOMIC_ACQUIRE) : NULL;
+  return arena != NULL ? arena : kind_arena_make(k, node);
+}
+
+static sicm_arena kind_arena_make(memkind_t k, int node) {
   sicm_arena *table = __atomic_load_n(&k->arenas, __ATOMIC_ACQUIRE);
   sicm_arena arena = table ? __atomic_load_n(&table[node], __ATOMIC_ACQUIRE) : NULL;
   if (arena != NULL)
@@ -252,16 +347,21 @@ static sicm_arena kind_arena(memkind_t k) {
     return NULL;
   }
   if (__atomic_compare_exchange_n(&table[node], &arena, made, 0, __ATOMIC_ACQ_REL,
-                                  __ATOMIC_ACQUIRE))
+                                  __ATOMIC_ACQUIRE)) {
+    known_add(made, k);
     return made;
+  }
   sicm_arena_destroy(made); /* another thread's is in place: use it */
   return arena;
 }
 
-/* The kind whose arena holds ptr, or NULL. */
-static memkind_t kind_of_arena(sicm_arena arena) {
+/* The kind whose arena is `arena`, or NULL. */
+static inline memkind_t kind_of_arena(sicm_arena arena) {
   if (arena == NULL)
     return NULL;
+  memkind_t kind = known_kind(arena);
+  if (__builtin_expect(kind != NULL, 1))
+    return kind;
   for (unsigned k = 0; k < NKINDS; k++) {
     sicm_arena *table = __atomic_load_n(&kinds[k].arenas, __ATOMIC_ACQUIRE);
     for (int node = 0; table != NULL && node < node_slots; node++)
@@ -301,6 +401,32 @@ int mk_is_hbw_pointer(const void *ptr) {
   return k != NULL && k->memory == MEM_HBW;
 }
 
+/* hbw_free's and memkind_free's usual case: a block of the arena this
+ * thread used last, which the header's front checks serve with one fetch
+ * of the front; 1 if done. */
+static inline int free_in_front(void *ptr, int hbw_only) {
+  sicm_front_v2_t *f = &sicm_front_v2;
+  uintptr_t owner = sicm_front_owner_v2(f, ptr);
+  if (owner == 0)
+    return 0;
+  if (hbw_only) {
+    memkind_t k = known_kind((sicm_arena)owner);
+    if (k == NULL || k->memory != MEM_HBW)
+      return 0;
+  }
+  return sicm_front_free_v2(f, ptr);
+}
+
+void mk_hbw_free(void *ptr) {
+  if (ptr == NULL || free_in_front(ptr, 1))
+    return;
+  memkind_t k = kind_of_arena(sicm_arena_lookup(ptr));
+  if (k != NULL && k->memory == MEM_HBW)
+    sicm_free(ptr);
+  else
+    mk_report_foreign("hbw_free", ptr);
+}
+
 /* ---- memkind.h ---- */
 
 void *memkind_malloc(memkind_t kind, size_t size) {
@@ -310,7 +436,7 @@ void *memkind_malloc(memkind_t kind, size_t size) {
   }
   if (size == 0)
     return NULL;
-  if (kind->memory == MEM_DEFAULT)
+  if (__builtin_expect(kind->memory == MEM_DEFAULT && !mk_ready(), 0))
     return malloc(size);
   sicm_arena arena = kind_arena(kind);
   return arena ? sicm_arena_alloc(arena, size) : NULL;
@@ -323,7 +449,7 @@ void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
   }
   if (num == 0 || size == 0)
     return NULL;
-  if (kind->memory == MEM_DEFAULT)
+  if (kind->memory == MEM_DEFAULT && !mk_ready())
     return calloc(num, size);
   sicm_arena arena = kind_arena(kind);
   return arena ? sicm_arena_calloc(arena, num, size) : NULL;
@@ -337,7 +463,7 @@ int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size
     *memptr = NULL;
     return 0;
   }
-  if (kind->memory == MEM_DEFAULT)
+  if (kind->memory == MEM_DEFAULT && !mk_ready())
     return posix_memalign(memptr, alignment, size);
   sicm_arena arena = kind_arena(kind);
   void *p = arena ? sicm_arena_aligned_alloc(arena, alignment, size) : NULL;
@@ -357,7 +483,7 @@ memkind_t memkind_detect_kind(void *ptr) {
 }
 
 void memkind_free(memkind_t kind, void *ptr) {
-  if (ptr == NULL)
+  if (ptr == NULL || free_in_front(ptr, 0))
     return;
   if (sicm_arena_lookup(ptr) != NULL) {
     sicm_free(ptr);

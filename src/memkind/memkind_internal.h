@@ -13,6 +13,9 @@ int mk_hbw_available(void);
 int mk_is_hbw_node(int node);
 /* Whether ptr lies in an arena of an HBW kind. */
 int mk_is_hbw_pointer(const void *ptr);
+/* hbw_free: frees ptr if it lies in an arena of an HBW kind, else
+ * reports it as foreign. */
+void mk_hbw_free(void *ptr);
 /* Reports, once per process, a pointer given to the wrong free; errno EINVAL. */
 void mk_report_foreign(const char *call, const void *ptr);
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""memkind_ratios.py: the table of BENCHMARKS.md for bench_memkind's JSON:
+each memkind call's alloc+free pair in libsicm's libmemkind and in Debian's
+memkind, as a ratio to jemalloc's pair of the same shape in the same run
+(malloc for hbw_malloc and memkind_malloc, calloc for hbw_calloc,
+posix_memalign for hbw_posix_memalign)."""
+import json
+import sys
+
+PEER = {"hbw_malloc": "malloc", "hbw_calloc": "calloc", "hbw_posix_memalign": "posix_memalign"}
+
+
+def load(path):
+    times, skipped = {}, set()
+    with open(path) as f:
+        data = json.load(f)
+    for b in data["benchmarks"]:
+        name = (b.get("run_name") or b["name"]).replace("/real_time", "")
+        if b.get("error_occurred"):
+            skipped.add(name)
+            continue
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        times[name] = b["real_time"] * {"ns": 1, "us": 1e3, "ms": 1e6}[b.get("time_unit", "ns")]
+    return times, skipped
+
+
+def main():
+    t, skipped = load(sys.argv[1])
+    calls = ["hbw_malloc", "hbw_calloc", "hbw_posix_memalign"]
+    calls += sorted({n.split("/")[0].replace("BM_sicm_", "") + "/" + n.split("/")[1]
+                     for n in list(t) + list(skipped) if n.startswith("BM_sicm_memkind_malloc/")})
+    out = ["| call | size, threads | jemalloc ns | sicm ns | **sicm / jemalloc** | debian / jemalloc |",
+           "|---|---|---|---|---|---|"]
+    worst = 0.0
+    for call in calls:
+        peer = PEER.get(call, "malloc")
+        for size in (64, 4096):
+            for threads in (1, 2):
+                suffix = f"/{size}/threads:{threads}"
+                j = t.get(f"BM_jemalloc_{peer}{suffix}")
+                cell = {}
+                for lib in ("sicm", "debian"):
+                    name = f"BM_{lib}_{call}{suffix}"
+                    v = t.get(name)
+                    cell[lib] = (v, "n/a" if name in skipped else "-" if v is None or j is None
+                                 else f"{v / j:.2f}x")
+                if cell["sicm"][0] is not None and j:
+                    worst = max(worst, cell["sicm"][0] / j)
+                fmt = lambda v: "-" if v is None else f"{v:.1f}"
+                label = f"{size} B" if size < 1024 else f"{size >> 10} KiB"
+                out.append(f"| {call.replace('memkind_malloc/', 'memkind_malloc ')} | {label}, {threads}"
+                           f" | {fmt(j)} | {fmt(cell['sicm'][0])} | **{cell['sicm'][1]}** | {cell['debian'][1]} |")
+    out.append("")
+    out.append(f"Worst sicm / jemalloc: {worst:.2f}x (n/a: the kind has no memory on this machine).")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
