@@ -96,6 +96,8 @@ extern sc_je_classes sc_je_size_classes;
 
 /* Reads the classes from jemalloc; 0 or -1 with errno. */
 int sc_je_classes_init(void);
+/* Starts jemalloc (and so registers its fork handlers) if nothing has. */
+void sc_je_start(void);
 
 /* The bin of a size in 1 .. sc_je_size_classes.max. */
 static inline unsigned sc_size_class(size_t size) {

@@ -50,6 +50,11 @@ static void large_classes_index(sc_je_classes *c) {
   c->tagged_max = last;
 }
 
+void sc_je_start(void) {
+  unsigned narenas;
+  je_mallctl("arenas.narenas", &narenas, &(size_t){sizeof narenas}, NULL, 0);
+}
+
 int sc_je_classes_init(void) {
   sc_je_classes c = {0};
   unsigned nsmall, nlarge;

@@ -59,9 +59,9 @@ fail_topo:
 
 /* fork(): a child must find no lock held by a thread it does not have.
  * The handlers take the locks in the order the code nests them, outermost
- * first.  jemalloc registered its own when it was loaded, so glibc runs
- * ours before its prepare handler and after its parent and child ones:
- * ours are taken outside jemalloc's, as in every call. */
+ * first.  glibc runs prepare handlers last-registered first, so jemalloc
+ * is started before ours are registered: ours are then taken outside
+ * jemalloc's, as in every call. */
 static void fork_prepare(void) {
   pthread_mutex_lock(&init_lock);
   sc_shared_fork_lock();
@@ -77,17 +77,21 @@ static void fork_release(int child) {
 static void fork_parent(void) { fork_release(0); }
 static void fork_child(void) { fork_release(1); }
 
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+/* The handlers are registered when the library is loaded, before any
+ * thread can be in sicm_init.  Registered there, lazily, they would miss a
+ * fork already running its prepare handlers: glibc (2.35 on) lets handlers
+ * be registered meanwhile and skips them for that fork, so a child could
+ * find init_lock held by a thread it does not have. */
 static int fork_registered;
 
-static void fork_register(void) {
+__attribute__((constructor)) static void fork_register(void) {
+  sc_je_start();
   fork_registered = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 }
 
 int sicm_init_with(unsigned flags) {
   if (flags & ~SICM_INIT_SHARE_TOPOLOGY)
     return sc_fail(EINVAL, "sicm_init_with: unknown flags 0x%x", flags & ~SICM_INIT_SHARE_TOPOLOGY);
-  pthread_once(&fork_once, fork_register);
   if (!fork_registered)
     return sc_fail(ENOMEM, "sicm_init: no memory to register the fork handlers");
   int rc = 0;
