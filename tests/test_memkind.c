@@ -214,6 +214,35 @@ static void fork_during_first_allocations(void) {
   CHECK_MSG(failed == 0, "%d of 40 trials failed", failed);
 }
 
+/* Every alignment from 8 B to 8 KiB over sizes around the small classes:
+ * aligned, of the kind asked, usable for the size, and zeroed by calloc
+ * after the same block was dirtied. */
+static void aligned_and_zeroed_blocks_of_every_small_size(void) {
+  int bad = 0;
+  for (size_t alignment = 8; alignment <= 8192; alignment *= 2)
+    for (size_t size = 1; size <= 5000; size += size < 200 ? 7 : 61) {
+      void *p = NULL;
+      if (memkind_posix_memalign(MEMKIND_HIGHEST_CAPACITY, &p, alignment, size) != 0 ||
+          ((uintptr_t)p & (alignment - 1)) != 0 ||
+          memkind_detect_kind(p) != MEMKIND_HIGHEST_CAPACITY ||
+          memkind_malloc_usable_size(NULL, p) < size)
+        bad++;
+      memkind_free(NULL, p);
+    }
+  for (size_t size = 1; size <= 5000; size += 97) {
+    unsigned char *dirty = memkind_malloc(MEMKIND_HIGHEST_CAPACITY, size);
+    if (dirty != NULL)
+      memset(dirty, 0xa5, size);
+    memkind_free(NULL, dirty);
+    unsigned char *p = memkind_calloc(MEMKIND_HIGHEST_CAPACITY, 1, size);
+    for (size_t i = 0; p != NULL && i < size; i++)
+      bad += p[i] != 0;
+    bad += p == NULL;
+    memkind_free(NULL, p);
+  }
+  CHECK_MSG(bad == 0, "%d aligned or zeroed blocks were wrong", bad);
+}
+
 /* Size 0 is success with no memory, as memkind documents. */
 static void memalign_of_size_zero_is_null_and_success(void) {
   void *p = (void *)1;
@@ -261,6 +290,7 @@ int main(int argc, char **argv) {
   bad_input_is_refused_without_harm();
   hbw_policy_is_set_once_before_allocating();
   memalign_of_size_zero_is_null_and_success();
+  aligned_and_zeroed_blocks_of_every_small_size();
   forked_children_use_kinds_while_a_thread_works();
   printf("test_memkind: %s\n", failures ? "FAILED" : "all checks passed");
   return failures ? 1 : 0;

@@ -429,6 +429,12 @@ void mk_hbw_free(void *ptr) {
 
 /* ---- memkind.h ---- */
 
+/* Sizes that calloc and posix_memalign serve as plain allocations, which
+ * the thread's front can hand out: the small ones, where clearing or
+ * rounding costs less than the general path. */
+#define SMALL_MAX 4096
+
+
 void *memkind_malloc(memkind_t kind, size_t size) {
   if (!kind_valid(kind)) {
     errno = EINVAL;
@@ -452,7 +458,15 @@ void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
   if (kind->memory == MEM_DEFAULT && !mk_ready())
     return calloc(num, size);
   sicm_arena arena = kind_arena(kind);
-  return arena ? sicm_arena_calloc(arena, num, size) : NULL;
+  if (arena == NULL)
+    return NULL;
+  size_t total;
+  if (!__builtin_mul_overflow(num, size, &total) && total <= SMALL_MAX) {
+    /* A small block is cleared here, so that it can come from the front. */
+    void *p = sicm_arena_alloc(arena, total);
+    return p ? memset(p, 0, total) : NULL;
+  }
+  return sicm_arena_calloc(arena, num, size);
 }
 
 int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size_t size) {
@@ -466,7 +480,21 @@ int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size
   if (kind->memory == MEM_DEFAULT && !mk_ready())
     return posix_memalign(memptr, alignment, size);
   sicm_arena arena = kind_arena(kind);
-  void *p = arena ? sicm_arena_aligned_alloc(arena, alignment, size) : NULL;
+  if (arena == NULL)
+    return ENOMEM;
+  void *p = NULL;
+  if (alignment <= 4096 && size <= SMALL_MAX) {
+    /* jemalloc's small classes that are multiples of the alignment start
+     * at multiples of it (its own aligned path relies on that); the check
+     * keeps that an optimisation, not an assumption. */
+    p = sicm_arena_alloc(arena, (size + alignment - 1) & ~(alignment - 1));
+    if (p != NULL && ((uintptr_t)p & (alignment - 1)) != 0) {
+      sicm_free(p);
+      p = NULL;
+    }
+  }
+  if (p == NULL)
+    p = sicm_arena_aligned_alloc(arena, alignment, size);
   if (p == NULL)
     return ENOMEM;
   *memptr = p;
