@@ -47,10 +47,7 @@ enum {
 
 enum { MEMKIND_ERROR_MESSAGE_SIZE = 128 };
 
-/* Ordinary memory: arenas on the calling CPU's node, preferred (memkind
- * serves these from its own jemalloc arenas).  Memory of the process's
- * malloc may still be given to memkind_free and memkind_realloc with
- * either kind, and is detected as MEMKIND_DEFAULT. */
+/* Process memory on the default heap (the process's malloc). */
 SICM_MEMKIND_API extern memkind_t MEMKIND_DEFAULT;
 SICM_MEMKIND_API extern memkind_t MEMKIND_REGULAR;
 /* High-bandwidth memory: the nearest HBM node (bound), all HBM nodes
@@ -99,7 +96,7 @@ SICM_MEMKIND_API void *memkind_realloc(memkind_t kind, void *ptr, size_t size);
  * and reported once on stderr. */
 SICM_MEMKIND_API void memkind_free(memkind_t kind, void *ptr);
 SICM_MEMKIND_API size_t memkind_malloc_usable_size(memkind_t kind, void *ptr);
-/* The kind that allocated ptr (MEMKIND_DEFAULT for the process's malloc);
+/* The kind that allocated ptr (MEMKIND_DEFAULT for the process heap);
  * NULL for NULL. */
 SICM_MEMKIND_API memkind_t memkind_detect_kind(void *ptr);
 /* 0 when the kind's memory exists for the calling thread, else one of

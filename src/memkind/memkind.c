@@ -5,10 +5,8 @@
  * node of that type, all of them, or those local to the calling CPU) and a
  * placement (bind, preferred, interleave).  Each kind gets one libsicm
  * arena per initiator node, created on first use, bound to the devices the
- * kind selects from that node.  MEMKIND_DEFAULT and MEMKIND_REGULAR are
- * arenas too, preferring the calling CPU's node (memkind serves them from
- * its own jemalloc, not from malloc); the process's malloc serves them only
- * when libsicm cannot start.  Only libsicm's public API is used, with its
+ * kind selects from that node.  MEMKIND_DEFAULT is the process's malloc.
+ * Only libsicm's public API is used, with its
  * header's inline paths: a kind's allocation is a lookup of the calling
  * CPU's node and an inline sicm_arena_alloc, its free an inline lookup of
  * the pointer's arena and an inline sicm_free. */
@@ -53,8 +51,8 @@ struct memkind {
 
 #define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL}
 static struct memkind kinds[] = {
-    KIND("memkind_default", MEM_DEFAULT, SCOPE_LOCAL, PLACE_PREFERRED),
-    KIND("memkind_regular", MEM_DEFAULT, SCOPE_LOCAL, PLACE_PREFERRED),
+    KIND("memkind_default", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
+    KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
     KIND("memkind_hbw", MEM_HBW, SCOPE_NEAREST, PLACE_BIND),
     KIND("memkind_hbw_all", MEM_HBW, SCOPE_ALL, PLACE_BIND),
     KIND("memkind_hbw_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED),
@@ -222,10 +220,6 @@ static sicm_device *best_by(sicm_rank_by by, int node) {
 static unsigned kind_devices(const struct memkind *k, int node, sicm_device **out) {
   const sicm_device_list *list = sicm_devices();
   unsigned n = 0;
-  if (k->memory == MEM_DEFAULT) { /* the node itself, as the default policy */
-    out[0] = sicm_device_of_node(node, 0);
-    return out[0] != NULL;
-  }
   if (k->memory == MEM_LOWEST_LATENCY || k->memory == MEM_HIGHEST_BANDWIDTH) {
     out[0] = best_by(k->memory == MEM_LOWEST_LATENCY ? SICM_RANK_LATENCY : SICM_RANK_BANDWIDTH,
                      node);
@@ -442,7 +436,7 @@ void *memkind_malloc(memkind_t kind, size_t size) {
   }
   if (size == 0)
     return NULL;
-  if (__builtin_expect(kind->memory == MEM_DEFAULT && !mk_ready(), 0))
+  if (kind->memory == MEM_DEFAULT)
     return malloc(size);
   sicm_arena arena = kind_arena(kind);
   return arena ? sicm_arena_alloc(arena, size) : NULL;
@@ -455,7 +449,7 @@ void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
   }
   if (num == 0 || size == 0)
     return NULL;
-  if (kind->memory == MEM_DEFAULT && !mk_ready())
+  if (kind->memory == MEM_DEFAULT)
     return calloc(num, size);
   sicm_arena arena = kind_arena(kind);
   if (arena == NULL)
@@ -477,7 +471,7 @@ int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size
     *memptr = NULL;
     return 0;
   }
-  if (kind->memory == MEM_DEFAULT && !mk_ready())
+  if (kind->memory == MEM_DEFAULT)
     return posix_memalign(memptr, alignment, size);
   sicm_arena arena = kind_arena(kind);
   if (arena == NULL)
@@ -511,9 +505,11 @@ memkind_t memkind_detect_kind(void *ptr) {
 }
 
 void memkind_free(memkind_t kind, void *ptr) {
-  if (ptr == NULL || free_in_front(ptr, 0))
+  /* MEMKIND_DEFAULT's memory is malloc's: the front cannot hold it. */
+  int default_kind = kind != NULL && kind_valid(kind) && kind->memory == MEM_DEFAULT;
+  if (ptr == NULL || (!default_kind && free_in_front(ptr, 0)))
     return;
-  if (sicm_arena_lookup(ptr) != NULL) {
+  if ((sicm_arena_lookup)(ptr) != NULL) { /* called: the front missed already */
     sicm_free(ptr);
   } else if (kind == NULL || (kind_valid(kind) && kind->memory == MEM_DEFAULT)) {
     free(ptr);
