@@ -180,7 +180,7 @@ void Register(const char *name, bool all_sizes = true) {
 
 void RegisterAll() {
   Register<Sicm>("sicm");
-  Register<SicmCall>("sicm_call", false);
+  Register<SicmCall>("sicm_call");
   Register<Malloc>("malloc");
 #ifdef BENCH_MEMKIND
   Register<Memkind>("memkind", false);
