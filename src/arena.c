@@ -59,6 +59,25 @@ static sc_arena *arena_slot_claim(void) {
   return sc_fail_null(EAGAIN, "all %d arena slots are in use", SC_ARENA_SLOTS);
 }
 
+/* The machine's RAM and swap, read once: every binding (each arena's
+ * creation and each move) needs them, and a move of a small arena costs
+ * only a few system calls, of which this would be one.  Swap added later
+ * with swapon is not seen. */
+static void memory_totals(size_t *ram, size_t *swap) {
+  static size_t totals[2];
+  static int read_once; /* atomic: 0 unread, 1 read */
+  if (!__atomic_load_n(&read_once, __ATOMIC_ACQUIRE)) {
+    struct sysinfo si;
+    if (sysinfo(&si) == 0) {
+      totals[0] = (size_t)si.totalram * si.mem_unit;
+      totals[1] = (size_t)si.totalswap * si.mem_unit;
+      __atomic_store_n(&read_once, 1, __ATOMIC_RELEASE);
+    }
+  }
+  *ram = totals[0];
+  *swap = totals[1];
+}
+
 int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
                     unsigned flags, sc_binding *out) {
   const unsigned known = SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE | SICM_ARENA_HUGEPAGES |
@@ -93,12 +112,8 @@ int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
     out->policy = ndevs == 1 ? MPOL_PREFERRED : MPOL_PREFERRED_MANY;
   else
     out->policy = MPOL_BIND;
-  struct sysinfo si;
-  size_t swap = 0, ram = 0;
-  if (sysinfo(&si) == 0) {
-    swap = (size_t)si.totalswap * si.mem_unit;
-    ram = (size_t)si.totalram * si.mem_unit;
-  }
+  size_t ram, swap;
+  memory_totals(&ram, &swap);
   if (flags & SICM_ARENA_PREFERRED) {
     out->capacity = ram;
   } else {

@@ -175,7 +175,11 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
   int huge = (a->flags & SICM_ARENA_HUGEPAGES) != 0;
   sc_binding from = a->binding;
   unsigned n = sc_window_snapshot(a, windows);
-  long pages = strict ? sc_windows_resident_pages(windows, n) : 0;
+  /* Resident pages are committed ones: an arena with less committed than
+   * the guarded minimum needs no count. */
+  long pages = strict && __atomic_load_n(&a->held, __ATOMIC_RELAXED) >= MOVE_GUARDED_MIN
+                   ? sc_windows_resident_pages(windows, n)
+                   : 0;
   size_t resident = pages > 0 ? (size_t)pages * sc_page_size() : 0;
   int guarded = resident >= MOVE_GUARDED_MIN;
   int rc = guarded ? target_room_check(windows, n, resident, to) : 0;
