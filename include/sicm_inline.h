@@ -44,7 +44,10 @@ typedef struct sicm_front_v2_t {
   const uint16_t *start_mask; /* per bin: address bits 0 where a block starts */
 } sicm_front_v2_t;
 #if defined(__GNUC__)
-SICM_API extern __thread sicm_front_v2_t sicm_front_v2;
+/* Initial-exec: the library's thread-locals are in static TLS (it is
+ * built so, and keeps them small enough for dlopen), so any program or
+ * library reaches the front with one load from the thread pointer. */
+SICM_API extern __thread __attribute__((tls_model("initial-exec"))) sicm_front_v2_t sicm_front_v2;
 /* Advances whenever an arena is destroyed: a front set before is stale. */
 SICM_API extern uint64_t sicm_epoch_v2;
 #endif

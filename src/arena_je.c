@@ -17,15 +17,6 @@
 
 _Static_assert(sizeof(sc_je_arena) <= SC_ARENA_KIND_DATA, "sc_je_arena outgrew kind_data");
 
-#ifdef SICM_JEMALLOC_PRIVATE_BUILD
-/* jemalloc's options, in the private build only (the system's would be
- * the process's malloc too).  Its tcache garbage collection runs on every
- * 64 KiB a thread allocates, for the thread's implicit tcache alone, which
- * libsicm never fills (every call names an explicit tcache or none): work
- * on every large pair for nothing. */
-const char *je_malloc_conf = "tcache_gc_incr_bytes:1099511627776";
-#endif
-
 /* jemalloc's "5.3.0-0-g<hash>", up to the first '-': read once. */
 static char jemalloc_release[32];
 static pthread_once_t jemalloc_release_once = PTHREAD_ONCE_INIT;

@@ -15,31 +15,9 @@ SC_TLS sicm_front_v2_t sc_front;
 extern SC_TLS sicm_front_v2_t sicm_front_v2
     __attribute__((alias("sc_front"), visibility("default")));
 
-/* This thread's front.  GCC reaches a thread-local of a dlopen-able
- * library through a TLS descriptor (-mtls-dialect=gnu2): a call that, for
- * a library loaded at start-up, returns a constant offset.  Clang before 19
- * has no such option on x86-64 and calls __tls_get_addr on every access,
- * so for it the descriptor sequence is written out.  The descriptor call
- * preserves every register but %rax and the flags; it is made below the
- * red zone, which a leaf function may be using, on a 16-byte aligned
- * stack as any call (the dynamic descriptor calls __tls_get_addr). */
-static inline sicm_front_v2_t *front_self(void) {
-#if defined(__clang__) && defined(__x86_64__) && defined(__PIC__)
-  sicm_front_v2_t *f;
-  uintptr_t saved_sp;
-  __asm__("movq %%rsp, %1\n\t"
-          "leaq -128(%%rsp), %%rsp\n\t"
-          "andq $-16, %%rsp\n\t"
-          "leaq sc_front@TLSDESC(%%rip), %0\n\t"
-          "call *sc_front@TLSCALL(%0)\n\t"
-          "movq %1, %%rsp\n\t"
-          "addq %%fs:0, %0"
-          : "=a"(f), "=&r"(saved_sp) : : "cc");
-  return f;
-#else
-  return &sc_front;
-#endif
-}
+/* This thread's front: one load from the thread pointer (the library's
+ * thread-locals are initial-exec, Makefile.am). */
+static inline sicm_front_v2_t *front_self(void) { return &sc_front; }
 
 /* Makes the cache of the arena with handle h this thread's front; left
  * empty when the arena died meanwhile (the epoch is read first, so a

@@ -3,6 +3,7 @@
  * environment variables' strict reading, the page size, and the address
  * every process of a node can map. */
 #include <ctype.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -12,10 +13,37 @@
 
 #include "base.h"
 
-static _Thread_local char error_detail[512];
+/* Each thread's description of its last failure, allocated at its first
+ * one and freed when it exits.  Not a thread-local array: the library's
+ * thread-locals must stay small enough for the static TLS that a library
+ * loaded by dlopen may take (sicm_inline.h). */
+enum { DETAIL_SIZE = 512 };
+static SC_TLS char *error_detail;
+static pthread_once_t detail_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t detail_key;
+static int detail_key_made;
+
+/* At thread exit; a later destructor that fails makes a new one. */
+static void detail_free(void *buffer) {
+  error_detail = NULL;
+  free(buffer);
+}
+
+static void detail_key_make(void) {
+  detail_key_made = pthread_key_create(&detail_key, detail_free) == 0;
+}
 
 static void error_describe(const char *fmt, va_list ap) {
-  vsnprintf(error_detail, sizeof error_detail, fmt, ap);
+  if (error_detail == NULL) {
+    pthread_once(&detail_key_once, detail_key_make);
+    char *buffer = detail_key_made ? malloc(DETAIL_SIZE) : NULL;
+    if (buffer == NULL || pthread_setspecific(detail_key, buffer) != 0) {
+      free(buffer);
+      return; /* errno still says what failed */
+    }
+    error_detail = buffer;
+  }
+  vsnprintf(error_detail, DETAIL_SIZE, fmt, ap);
 }
 
 int sc_fail(int err, const char *fmt, ...) {
@@ -36,7 +64,7 @@ void *sc_fail_null(int err, const char *fmt, ...) {
   return NULL;
 }
 
-const char *sicm_error_detail(void) { return error_detail; }
+const char *sicm_error_detail(void) { return error_detail != NULL ? error_detail : ""; }
 
 /* ---- environment ---- */
 

@@ -20,15 +20,18 @@ cmake -S "$src/tests/cmake" -B "$stage/build" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_C_FLAGS="$flags" -DCMAKE_Fortran_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$stage/cmake.log" 2>&1 ||
   { cat "$stage/cmake.log"; exit 1; }
 cmake --build "$stage/build" >"$stage/build.log" 2>&1 || { cat "$stage/build.log"; exit 1; }
+# libsicm.so finds libsicm-jemalloc.so.0 through its run path, the prefix,
+# which a staged install is not at either.
+export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out=$("$stage/build/user") || { echo "user program failed: $out"; exit 1; }
 echo "$out"
 case $out in *", ok") ;; *) exit 1 ;; esac
 if grep -q '^SICM_FC = ' "$b/Makefile" && ! grep -q '^SICM_FC = no$' "$b/Makefile"; then
   "$stage/build/user_fortran" || { echo "the Fortran user program was not built or failed"; exit 1; }
 fi
-# libmemkind.so finds libsicm.so.0 through its own run path, the prefix, which
-# a staged install is not at (tests/install.sh runs it from a real prefix).
-LD_LIBRARY_PATH="$prefix/lib" "$stage/build/user_hbw" ||
+# So does libmemkind.so find libsicm.so.0 (tests/install.sh runs all three
+# from a real prefix).
+"$stage/build/user_hbw" ||
   { echo "the sicm::memkind program was not built or failed"; exit 1; }
 if [ -n "${MPI_OPENMPI_RUN:-}${MPI_MPICH_RUN:-}" ]; then
   . "$src/tests/mpi/mpi_env.sh"
