@@ -5,29 +5,15 @@ each memkind call's alloc+free pair in libsicm's libmemkind and in Debian's
 memkind, as a ratio to jemalloc's pair of the same shape in the same run
 (malloc for hbw_malloc and memkind_malloc, calloc for hbw_calloc,
 posix_memalign for hbw_posix_memalign)."""
-import json
 import sys
+
+from medians import load
 
 PEER = {"hbw_malloc": "malloc", "hbw_calloc": "calloc", "hbw_posix_memalign": "posix_memalign"}
 
 
-def load(path):
-    times, skipped = {}, set()
-    with open(path) as f:
-        data = json.load(f)
-    for b in data["benchmarks"]:
-        name = (b.get("run_name") or b["name"]).replace("/real_time", "")
-        if b.get("error_occurred"):
-            skipped.add(name)
-            continue
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-            continue
-        times[name] = b["real_time"] * {"ns": 1, "us": 1e3, "ms": 1e6}[b.get("time_unit", "ns")]
-    return times, skipped
-
-
 def main():
-    t, skipped = load(sys.argv[1])
+    t, skipped, _ = load(sys.argv[1])
     calls = ["hbw_malloc", "hbw_calloc", "hbw_posix_memalign"]
     calls += sorted({n.split("/")[0].replace("BM_sicm_", "") + "/" + n.split("/")[1]
                      for n in list(t) + list(skipped) if n.startswith("BM_sicm_memkind_malloc/")})

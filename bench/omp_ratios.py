@@ -3,20 +3,14 @@
 """omp_ratios.py: bench_omp's JSON as the table of BENCHMARKS.md — each
 OpenMP allocator's omp_alloc+omp_free pair as a ratio to
 omp_default_mem_alloc's pair of the same size and threads, same run."""
-import json
 import sys
+
+from medians import load
 
 
 def main():
-    with open(sys.argv[1]) as f:
-        data = json.load(f)
-    times = {}
-    for b in data["benchmarks"]:
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-            continue
-        name = (b.get("run_name") or b["name"]).replace("/real_time", "")
-        times[name] = b["real_time"]
-    found = data["context"].get("high_bw_memory_found", "?")
+    times, _, context = load(sys.argv[1])
+    found = context.get("high_bw_memory_found", "?")
     print(f"libomp found high-bandwidth memory: {found}")
     print()
     print("| size, threads | omp_default_mem_alloc ns | **high_bw / default** | large_cap / default |")

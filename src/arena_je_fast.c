@@ -15,10 +15,6 @@ SC_TLS sicm_front_v2_t sc_front;
 extern SC_TLS sicm_front_v2_t sicm_front_v2
     __attribute__((alias("sc_front"), visibility("default")));
 
-/* This thread's front: one load from the thread pointer (the library's
- * thread-locals are initial-exec, Makefile.am). */
-static inline sicm_front_v2_t *front_self(void) { return &sc_front; }
-
 /* Makes the cache of the arena with handle h this thread's front; left
  * empty when the arena died meanwhile (the epoch is read first, so a
  * destroy after the check leaves the front stale, not wrong). */
@@ -113,13 +109,15 @@ static __attribute__((noinline)) void free_cached(void *ptr) {
 
 /* The called functions (SICM_NO_INLINE, dlsym, Fortran, the adapters)
  * first do what the header's inline path does, with the same checks, in a
- * leaf that needs no stack frame; anything else is a tail call. */
+ * leaf that needs no stack frame (the front is one load from the thread
+ * pointer: the library's thread-locals are initial-exec); anything else is
+ * a tail call. */
 void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
-  void *p = sicm_front_alloc_v2(front_self(), (uintptr_t)sa, sz);
+  void *p = sicm_front_alloc_v2(&sc_front, (uintptr_t)sa, sz);
   return p != NULL ? p : arena_alloc_cached(sa, sz);
 }
 
 void sicm_free(void *ptr) {
-  if (!sicm_front_free_v2(front_self(), ptr))
+  if (!sicm_front_free_v2(&sc_front, ptr))
     free_cached(ptr);
 }
