@@ -52,9 +52,8 @@ SICM_API extern __thread __attribute__((tls_model("initial-exec"))) sicm_front_v
 SICM_API extern uint64_t sicm_epoch_v2;
 #endif
 #if defined(__GNUC__)
-/* The front's three checks, on a front the caller fetched once (each
- * fetch of a thread-local of a shared library may be a call).  The inline
- * paths below, and the library's own functions, are made of these. */
+/* The front's three checks, on a front the caller fetched once.  The
+ * inline paths below, and the library's own functions, are made of these. */
 
 /* A region of this size from the front's bins if the front serves arena
  * `arena`; NULL otherwise (a bin never holds NULL). */
