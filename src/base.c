@@ -3,8 +3,8 @@
  * environment variables' strict reading, the page size, and the address
  * every process of a node can map. */
 #include <ctype.h>
-#include <pthread.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>

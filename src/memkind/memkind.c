@@ -6,10 +6,10 @@
  * placement (bind, preferred, interleave).  Each kind gets one libsicm
  * arena per initiator node, created on first use, bound to the devices the
  * kind selects from that node.  MEMKIND_DEFAULT is the process's malloc.
- * Only libsicm's public API is used, with its
- * header's inline paths: a kind's allocation is a lookup of the calling
- * CPU's node and an inline sicm_arena_alloc, its free an inline lookup of
- * the pointer's arena and an inline sicm_free. */
+ * Only libsicm's public API is used, with its header's inline paths: a
+ * kind's allocation is a lookup of the calling CPU's node and an inline
+ * sicm_arena_alloc, its free an inline lookup of the pointer's arena and
+ * an inline sicm_free. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -310,6 +310,8 @@ static inline sicm_arena kind_arena(memkind_t k) {
 }
 
 static sicm_arena kind_arena_make(memkind_t k, int node) {
+  /* Looked at again: another thread may have made it since (creating an
+   * arena to destroy it costs far more than this read). */
   sicm_arena *table = __atomic_load_n(&k->arenas, __ATOMIC_ACQUIRE);
   sicm_arena arena = table ? __atomic_load_n(&table[node], __ATOMIC_ACQUIRE) : NULL;
   if (arena != NULL)
@@ -414,8 +416,7 @@ static inline int free_in_front(void *ptr, int hbw_only) {
 void mk_hbw_free(void *ptr) {
   if (ptr == NULL || free_in_front(ptr, 1))
     return;
-  memkind_t k = kind_of_arena(sicm_arena_lookup(ptr));
-  if (k != NULL && k->memory == MEM_HBW)
+  if (mk_is_hbw_pointer(ptr))
     sicm_free(ptr);
   else
     mk_report_foreign("hbw_free", ptr);
@@ -427,7 +428,6 @@ void mk_hbw_free(void *ptr) {
  * the thread's front can hand out: the small ones, where clearing or
  * rounding costs less than the general path. */
 #define SMALL_MAX 4096
-
 
 void *memkind_malloc(memkind_t kind, size_t size) {
   if (!kind_valid(kind)) {
@@ -511,7 +511,7 @@ void memkind_free(memkind_t kind, void *ptr) {
     return;
   if ((sicm_arena_lookup)(ptr) != NULL) { /* called: the front missed already */
     sicm_free(ptr);
-  } else if (kind == NULL || (kind_valid(kind) && kind->memory == MEM_DEFAULT)) {
+  } else if (kind == NULL || default_kind) {
     free(ptr);
   } else {
     mk_report_foreign("memkind_free", ptr);
