@@ -449,11 +449,16 @@ enum sicm_stats_flags {
   SICM_STATS_JSON = 1u << 0, /* one JSON object instead of text lines */
 };
 
-/* Print what every live arena holds and did — its devices, bytes held and
- * allocated, resident bytes per NUMA node, migrations done with their
- * total time and bytes moved — then the same totals for arenas destroyed
- * before, to `out` (NULL: stderr).  The library's default arenas are
- * included and marked.  Setting the environment variable SICM_STATS before
+/* Print what every live arena holds and did — its name, devices, bytes
+ * held and allocated, resident bytes per NUMA node, migrations done with
+ * their total time and bytes moved, and, once the placer measured it, its
+ * rates, time on and off the fast tier and the placer's moves — then the
+ * same totals for arenas destroyed before, and the placer's totals and
+ * decisions (the newest 4096: when, which arena, from and to which node,
+ * bytes, time taken, why), to `out` (NULL: stderr).  JSON is one line
+ * holding one object, with pid, MPI rank (null without MPI), host and time
+ * (JSON Lines when appended).  The library's default arenas are included
+ * and marked.  Setting the environment variable SICM_STATS before
  * sicm_init() prints this report at exit (or at the last sicm_fini(),
  * whichever comes first): `1` or `text` to stderr, `json` to stderr as
  * JSON, anything else is a file to append to (JSON when it ends in
@@ -530,8 +535,10 @@ typedef struct sicm_migration_report {
 SICM_API int sicm_arena_set_device(sicm_arena sa, sicm_device *dev);
 
 /* As sicm_arena_set_device(), to several devices with the placement flags
- * of sicm_arena_create_devices() (PREFERRED, INTERLEAVE; huge-page flags
- * are not allowed here: EINVAL). */
+ * of sicm_arena_create_devices() (PREFERRED, INTERLEAVE; huge-page and
+ * placer flags are not allowed here: EINVAL).  A move the program makes,
+ * with this call or the others of this section, pins the arena against
+ * the placer (sicm_arena_set_autoplace()). */
 SICM_API int sicm_arena_set_devices(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,
                                     unsigned flags);
 
@@ -578,10 +585,11 @@ SICM_API int sicm_migration_wait(sicm_migration *m, sicm_migration_report *repor
 #endif
 
 /* Topics declared apart, each in a header of its own: shared arenas,
- * allocators by intent and intent hints, and the inline fast path that
- * sicm_arena_alloc() and sicm_free() compile to. */
+ * allocators by intent and intent hints, automatic placement, and the
+ * inline fast path that sicm_arena_alloc() and sicm_free() compile to. */
 #include "sicm_shared.h"
 #include "sicm_allocator.h"
+#include "sicm_autoplace.h"
 #include "sicm_inline.h"
 
 #endif /* SICM_H */

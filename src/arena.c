@@ -81,7 +81,7 @@ static void memory_totals(size_t *ram, size_t *swap) {
 int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
                     unsigned flags, sc_binding *out) {
   const unsigned known = SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE | SICM_ARENA_HUGEPAGES |
-                         SICM_ARENA_NOHUGEPAGES;
+                         SICM_ARENA_NOHUGEPAGES | SICM_ARENA_AUTOPLACE | SICM_ARENA_ANYWHERE;
   if (flags & ~known)
     return sc_fail(EINVAL, "unknown arena flags 0x%x", flags & ~known);
   if ((flags & SICM_ARENA_PREFERRED) && (flags & SICM_ARENA_INTERLEAVE))
@@ -138,6 +138,12 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   sc_arena_binding_set(a, config->binding);
   a->migrated = 0;
   a->migrations_done = a->migrations_failed = a->migration_ns = a->migration_bytes = 0;
+  pthread_mutex_lock(&a->window_lock);
+  a->name[0] = '\0';
+  pthread_mutex_unlock(&a->window_lock);
+  __atomic_store_n(&a->place_mode, SICM_AUTOPLACE_AUTO, __ATOMIC_RELAXED);
+  __atomic_store_n(&a->program_moves, 0, __ATOMIC_RELAXED);
+  sc_arena_usage_reset(a);
   /* Atomic: a thread that resolved the arena this record held before may
    * still read these (ThreadSanitizer saw the plain writes race it). */
   __atomic_store_n(&a->held, 0, __ATOMIC_RELAXED);

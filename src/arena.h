@@ -42,6 +42,15 @@ typedef struct sc_binding {
 
 typedef struct sc_arena sc_arena;
 
+/* What the placer (place*.c) measured of an arena: sicm_arena_rates'
+ * fields, each written by the placer's thread alone and read atomically
+ * (the rate is a double's bits), so a report never waits for it. */
+typedef struct sc_arena_usage {
+  uint64_t intervals, referenced_last, resident, rate_bits;
+  uint64_t fast_ns, slow_ns, moves_in, moves_out;
+  int on_fast;
+} sc_arena_usage;
+
 /* What the arenas of one allocator may hand out together (OpenMP's
  * pool_size): the usable bytes of their live blocks, counted by every
  * entry point that allocates, resizes or frees, whichever the caller used. */
@@ -102,6 +111,11 @@ struct sc_arena {
   sicm_migration_report last_migration;
   /* Totals for sicm_stats_print (atomic; written under migrate_lock). */
   uint64_t migrations_done, migrations_failed, migration_ns, migration_bytes;
+  /* Automatic placement (sicm_autoplace.h). */
+  char name[SICM_ARENA_NAME_MAX]; /* under window_lock */
+  int place_mode;               /* atomic: enum sicm_autoplace_mode */
+  uint64_t program_moves;       /* atomic: migrations the program asked for */
+  sc_arena_usage usage;
   /* The kind's own data (arena_je.h, shared.h); records live as long as
    * the process, so it is storage here, not a pointer to free. */
   unsigned char kind_data[SC_ARENA_KIND_DATA] __attribute__((aligned(64)));
@@ -114,12 +128,42 @@ static inline void sc_arena_binding_set(sc_arena *a, const sc_binding *b) {
 }
 
 /* ---- arena_report.c: sicm_stats_print and SICM_STATS ---- */
+/* One decision of the placer, as reports show it. */
+typedef struct sc_decision {
+  uint64_t unix_ns;             /* when it was taken (CLOCK_REALTIME) */
+  unsigned slot;
+  char name[SICM_ARENA_NAME_MAX];
+  int from_node, to_node;       /* first node of the bindings; -1: none */
+  int error;                    /* 0, or the errno of the refused move */
+  uint64_t bytes, ns;           /* moved, and the time the move took */
+  char why[112];
+} sc_decision;
+/* Keeps d for the report (the newest SC_DECISIONS_KEPT). */
+#define SC_DECISIONS_KEPT 4096
+void sc_report_decision(const sc_decision *d);
+/* The placer's totals, for the report. */
+typedef struct sc_placer_totals {
+  int running, monitor_only;
+  unsigned interval_ms;
+  int fast_node;                /* first node of the fast tier */
+  uint64_t budget, intervals, monitor_ns, moves, moves_failed;
+} sc_placer_totals;
+void sc_report_placer(const sc_placer_totals *t);
+
 /* Adds a destroyed arena's migrations to the totals of the report. */
 void sc_report_arena_gone(const sc_arena *a);
 /* Reads SICM_STATS; when set, the report is written at exit (once). */
 void sc_report_setup(void);
 /* The last sicm_fini: write the report now, while the arenas exist. */
 void sc_report_before_fini(void);
+
+/* ---- arena_usage.c: names, rates and placer modes of arenas ---- */
+/* Zeroes what the placer measured of a new arena. */
+void sc_arena_usage_reset(sc_arena *a);
+/* Stores what the placer measured this interval. */
+void sc_arena_usage_store(sc_arena *a, const sicm_arena_rates *r);
+/* A copy of the arena's name ("" when none), at most SICM_ARENA_NAME_MAX. */
+void sc_arena_name_copy(sc_arena *a, char *out);
 
 /* ---- arena.c: slots, handles, lifecycle ---- */
 /* Slot i's record, or NULL; records are never freed (stale handles and

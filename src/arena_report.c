@@ -7,9 +7,11 @@
  * skipped, not read after its end. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arena.h"
@@ -36,9 +38,83 @@ typedef struct arena_line {
   unsigned ndevices;
   sicm_device *devices[SICM_ARENA_DEVICES_MAX];
   sicm_arena_stats stats;
+  sicm_arena_rates rates;
+  char name[SICM_ARENA_NAME_MAX];
   size_t resident[REPORT_NODES];
   uint64_t migrations, failed, nanoseconds, bytes_moved;
 } arena_line;
+
+/* ---- the placer's decisions and totals, kept for the report ---- */
+
+static pthread_mutex_t placer_lock = PTHREAD_MUTEX_INITIALIZER;
+static sc_decision decisions[SC_DECISIONS_KEPT];
+static uint64_t decisions_made; /* decisions[made % KEPT] is the next */
+static sc_placer_totals placer;
+
+void sc_report_decision(const sc_decision *d) {
+  pthread_mutex_lock(&placer_lock);
+  decisions[decisions_made++ % SC_DECISIONS_KEPT] = *d;
+  pthread_mutex_unlock(&placer_lock);
+}
+
+void sc_report_placer(const sc_placer_totals *t) {
+  sc_placer_totals copy = {0};
+  copy.running = t->running;
+  copy.monitor_only = t->monitor_only;
+  copy.interval_ms = t->interval_ms;
+  copy.fast_node = t->fast_node;
+  copy.budget = __atomic_load_n(&t->budget, __ATOMIC_RELAXED);
+  copy.intervals = __atomic_load_n(&t->intervals, __ATOMIC_RELAXED);
+  copy.monitor_ns = __atomic_load_n(&t->monitor_ns, __ATOMIC_RELAXED);
+  copy.moves = __atomic_load_n(&t->moves, __ATOMIC_RELAXED);
+  copy.moves_failed = __atomic_load_n(&t->moves_failed, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&placer_lock);
+  placer = copy;
+  pthread_mutex_unlock(&placer_lock);
+}
+
+static void placer_print(FILE *out, int json) {
+  pthread_mutex_lock(&placer_lock);
+  sc_placer_totals t = placer;
+  uint64_t made = decisions_made, first = made > SC_DECISIONS_KEPT ? made - SC_DECISIONS_KEPT : 0;
+  if (json) {
+    fprintf(out, ", \"placer\": {\"started\": %s, \"running\": %s, \"mode\": \"%s\", "
+                 "\"fast_node\": %d, \"interval_ms\": %u, \"budget\": %llu, \"intervals\": %llu, "
+                 "\"monitor_seconds\": %.6f, \"moves\": %llu, \"moves_refused\": %llu, "
+                 "\"decisions_dropped\": %llu}, \"decisions\": [",
+            t.interval_ms ? "true" : "false", t.running ? "true" : "false",
+            t.monitor_only ? "monitor" : "place", t.fast_node, t.interval_ms,
+            (unsigned long long)t.budget, (unsigned long long)t.intervals, (double)t.monitor_ns / 1e9,
+            (unsigned long long)t.moves, (unsigned long long)t.moves_failed,
+            (unsigned long long)first);
+  } else if (t.interval_ms) {
+    fprintf(out, "placer: %s, %s, fast node %d, interval %u ms, budget %llu; %llu intervals, "
+                 "monitor %.6f s; %llu moves, %llu refused\n",
+            t.running ? "running" : "stopped", t.monitor_only ? "monitor only" : "placing",
+            t.fast_node, t.interval_ms, (unsigned long long)t.budget,
+            (unsigned long long)t.intervals, (double)t.monitor_ns / 1e9,
+            (unsigned long long)t.moves, (unsigned long long)t.moves_failed);
+  }
+  for (uint64_t i = first; i < made; i++) {
+    const sc_decision *d = &decisions[i % SC_DECISIONS_KEPT];
+    if (json)
+      fprintf(out, "%s{\"time\": %.6f, \"arena\": %u, \"name\": \"%s\", \"from\": %d, \"to\": %d, "
+                   "\"error\": %d, \"bytes\": %llu, \"seconds\": %.6f, \"why\": \"",
+              i > first ? ", " : "", (double)d->unix_ns / 1e9, d->slot, d->name, d->from_node,
+              d->to_node, d->error, (unsigned long long)d->bytes, (double)d->ns / 1e9);
+    else
+      fprintf(out, "  decision %.6f: arena %u%s%s: node %d -> %d, %llu bytes in %.6f s%s: ",
+              (double)d->unix_ns / 1e9, d->slot, d->name[0] ? " " : "", d->name, d->from_node,
+              d->to_node, (unsigned long long)d->bytes, (double)d->ns / 1e9,
+              d->error ? " (refused)" : "");
+    for (const char *c = d->why; *c; c++) /* JSON-safe: no quote, backslash or control */
+      fputc(*c == '"' || *c == '\\' || (unsigned char)*c < 0x20 ? '\'' : *c, out);
+    fputs(json ? "\"}" : "\n", out);
+  }
+  if (json)
+    fputc(']', out);
+  pthread_mutex_unlock(&placer_lock);
+}
 
 /* A snapshot of slot `slot`'s arena; 0 if it is not live. */
 static int line_take(unsigned slot, arena_line *out) {
@@ -52,7 +128,9 @@ static int line_take(unsigned slot, arena_line *out) {
   out->library_default = a->library_default;
   int saved = errno;
   int n = sicm_arena_get_devices(out->handle, out->devices, SICM_ARENA_DEVICES_MAX);
-  int ok = n >= 0 && sicm_arena_get_stats(out->handle, &out->stats) == 0;
+  int ok = n >= 0 && sicm_arena_get_stats(out->handle, &out->stats) == 0 &&
+           sicm_arena_get_rates(out->handle, &out->rates) == 0;
+  sc_arena_name_copy(a, out->name);
   if (ok)
     sicm_arena_residency(out->handle, out->resident, REPORT_NODES); /* best effort */
   errno = saved;
@@ -67,7 +145,8 @@ static int line_take(unsigned slot, arena_line *out) {
 }
 
 static void text_line(FILE *out, const arena_line *l) {
-  fprintf(out, "arena %u%s:", l->slot, l->library_default ? " (default)" : "");
+  fprintf(out, "arena %u%s%s%s:", l->slot, l->name[0] ? " " : "", l->name,
+          l->library_default ? " (default)" : "");
   for (unsigned i = 0; i < l->ndevices; i++)
     fprintf(out, "%s node %d %s", i ? "," : " devices", l->devices[i]->node,
             sicm_device_kind_name(l->devices[i]->kind));
@@ -79,11 +158,20 @@ static void text_line(FILE *out, const arena_line *l) {
   fprintf(out, "%s; migrations %llu (%.6f s, %llu bytes moved), %llu failed\n", any ? "" : " none",
           (unsigned long long)l->migrations, (double)l->nanoseconds / 1e9,
           (unsigned long long)l->bytes_moved, (unsigned long long)l->failed);
+  const sicm_arena_rates *r = &l->rates;
+  if (r->intervals)
+    fprintf(out, "  rates: %llu intervals, referenced %.0f bytes/s (last %llu), resident %llu; "
+                 "%.3f s on the fast tier, %.3f s off it; placer moves %llu in, %llu out; %s\n",
+            (unsigned long long)r->intervals, r->referenced_per_second,
+            (unsigned long long)r->referenced_last, (unsigned long long)r->resident,
+            (double)r->fast_ns / 1e9, (double)r->slow_ns / 1e9, (unsigned long long)r->moves_in,
+            (unsigned long long)r->moves_out,
+            r->mode == SICM_AUTOPLACE_PIN ? "pinned" : r->mode ? "excluded" : "placed");
 }
 
 static void json_line(FILE *out, const arena_line *l, int first) {
-  fprintf(out, "%s\n    {\"arena\": %u, \"default\": %s, \"devices\": [", first ? "" : ",", l->slot,
-          l->library_default ? "true" : "false");
+  fprintf(out, "%s{\"arena\": %u, \"name\": \"%s\", \"default\": %s, \"devices\": [",
+          first ? "" : ", ", l->slot, l->name, l->library_default ? "true" : "false");
   for (unsigned i = 0; i < l->ndevices; i++)
     fprintf(out, "%s{\"node\": %d, \"kind\": \"%s\"}", i ? ", " : "", l->devices[i]->node,
             sicm_device_kind_name(l->devices[i]->kind));
@@ -95,9 +183,33 @@ static void json_line(FILE *out, const arena_line *l, int first) {
       fprintf(out, "%s\"%u\": %zu", any++ ? ", " : "", n, l->resident[n]);
   fprintf(out,
           "}, \"migrations\": %llu, \"migrations_failed\": %llu, \"migration_seconds\": %.6f, "
-          "\"bytes_moved\": %llu}",
+          "\"bytes_moved\": %llu",
           (unsigned long long)l->migrations, (unsigned long long)l->failed,
           (double)l->nanoseconds / 1e9, (unsigned long long)l->bytes_moved);
+  const sicm_arena_rates *r = &l->rates;
+  fprintf(out,
+          ", \"intervals\": %llu, \"referenced_per_second\": %.0f, \"referenced_last\": %llu, "
+          "\"fast_seconds\": %.6f, \"slow_seconds\": %.6f, \"moves_in\": %llu, \"moves_out\": %llu, "
+          "\"on_fast\": %s, \"placement\": \"%s\"}",
+          (unsigned long long)r->intervals, r->referenced_per_second,
+          (unsigned long long)r->referenced_last, (double)r->fast_ns / 1e9,
+          (double)r->slow_ns / 1e9, (unsigned long long)r->moves_in,
+          (unsigned long long)r->moves_out, r->on_fast ? "true" : "false",
+          r->mode == SICM_AUTOPLACE_PIN ? "pinned" : r->mode ? "excluded" : "placed");
+}
+
+/* The MPI rank from the launcher's environment, or -1. */
+static long mpi_rank(void) {
+  static const char *const names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                      "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const char *v = getenv(names[i]);
+    char *end;
+    long rank = v && *v ? strtol(v, &end, 10) : -1;
+    if (v && *v && *end == '\0' && rank >= 0)
+      return rank;
+  }
+  return -1;
 }
 
 int sicm_stats_print(FILE *out, unsigned flags) {
@@ -110,9 +222,24 @@ int sicm_stats_print(FILE *out, unsigned flags) {
   int json = flags & SICM_STATS_JSON;
   arena_line line;
   unsigned live = 0;
-  if (json)
-    fprintf(out, "{\"pid\": %ld, \"arenas\": [", (long)getpid());
-  else
+  if (json) {
+    /* One line, one object: several processes may append to one file. */
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    for (char *c = host; *c; c++)
+      if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+        *c = '?';
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long rank = mpi_rank();
+    fprintf(out, "{\"pid\": %ld, ", (long)getpid());
+    if (rank >= 0)
+      fprintf(out, "\"rank\": %ld, ", rank);
+    else
+      fprintf(out, "\"rank\": null, ");
+    fprintf(out, "\"host\": \"%s\", \"time\": %.6f, \"arenas\": [", host,
+            (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+  } else
     fprintf(out, "sicm stats, pid %ld (bytes; resident pages per NUMA node)\n", (long)getpid());
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     if (!line_take(slot, &line))
@@ -130,8 +257,8 @@ int sicm_stats_print(FILE *out, unsigned flags) {
   unsigned long long moved = __atomic_load_n(&gone.bytes_moved, __ATOMIC_RELAXED);
   if (json)
     fprintf(out,
-            "\n  ],\n  \"destroyed\": {\"arenas\": %llu, \"migrations\": %llu, "
-            "\"migrations_failed\": %llu, \"migration_seconds\": %.6f, \"bytes_moved\": %llu}}\n",
+            "], \"destroyed\": {\"arenas\": %llu, \"migrations\": %llu, "
+            "\"migrations_failed\": %llu, \"migration_seconds\": %.6f, \"bytes_moved\": %llu}",
             (unsigned long long)arenas, (unsigned long long)migrations, (unsigned long long)failed,
             seconds, moved);
   else
@@ -140,6 +267,9 @@ int sicm_stats_print(FILE *out, unsigned flags) {
             "moved), %llu failed\n",
             live, (unsigned long long)arenas, (unsigned long long)migrations, seconds, moved,
             (unsigned long long)failed);
+  placer_print(out, json);
+  if (json)
+    fputs("}\n", out);
   if (fflush(out) != 0 || ferror(out))
     return sc_fail(EIO, "sicm_stats_print: writing failed");
   return 0;

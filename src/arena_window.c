@@ -118,6 +118,14 @@ static int window_reserve(sc_arena *a, size_t min_size) {
     munmap(base, size);
     return sc_fail(err, "mbind of a new window to the arena's nodes failed: %s", strerror(err));
   }
+  /* The guard page: no two windows are one mapping, even when adjacent
+   * and bound alike, so /proc/self/smaps tells arenas apart (the placer's
+   * monitor reads it per mapping). */
+  if (prot != PROT_NONE && mprotect(base + size - sc_page_size(), sc_page_size(), PROT_NONE) != 0) {
+    int err = errno;
+    munmap(base, size);
+    return sc_fail(err, "mprotect of a new window's guard page failed: %s", strerror(err));
+  }
   if (a->flags & SICM_ARENA_HUGEPAGES)
     madvise(base, size, MADV_HUGEPAGE); /* advice: a kernel without THP keeps base pages */
   else if (a->flags & SICM_ARENA_NOHUGEPAGES)
@@ -132,9 +140,13 @@ void sc_window_adopt(sc_arena *a, void *base, size_t size) {
   window_publish(a, &(sc_window){base, size, size});
 }
 
+/* Bytes of a reserved window that can be handed out: all but its guard
+ * page. */
+static size_t window_room(const sc_window *w) { return w->size - sc_page_size(); }
+
 static void *window_bump(sc_window *w, size_t size, size_t alignment) {
   uintptr_t start = sc_round_up((uintptr_t)w->base + w->used, alignment);
-  if (start + size > (uintptr_t)w->base + w->size)
+  if (start + size > (uintptr_t)w->base + window_room(w))
     return NULL;
   w->used = start + size - (uintptr_t)w->base;
   return (void *)start;
@@ -147,7 +159,7 @@ void *sc_window_take(sc_arena *a, void *new_addr, size_t size, size_t alignment)
     /* jemalloc asks for the bytes right after an extent to grow it in place. */
     for (unsigned i = 0; i < a->nwindows; i++) {
       sc_window *w = &a->windows[i];
-      if (w->base + w->used == (char *)new_addr && w->size - w->used >= size) {
+      if (w->base + w->used == (char *)new_addr && window_room(w) - w->used >= size) {
         w->used += size;
         return new_addr;
       }
@@ -155,7 +167,7 @@ void *sc_window_take(sc_arena *a, void *new_addr, size_t size, size_t alignment)
     return sc_fail_null(ENOMEM, "no room to grow the extent at %p in place", new_addr);
   }
   void *p = a->nwindows ? window_bump(&a->windows[a->nwindows - 1], size, alignment) : NULL;
-  if (p == NULL && window_reserve(a, size + alignment) == 0)
+  if (p == NULL && window_reserve(a, size + alignment + sc_page_size()) == 0)
     p = window_bump(&a->windows[a->nwindows - 1], size, alignment);
   return p;
 }

@@ -14,6 +14,7 @@
 #include "arena_je.h"
 #include "config.h"
 #include "migrate.h"
+#include "place.h"
 #include "shared.h"
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -75,7 +76,10 @@ static void fork_release(int child) {
 }
 
 static void fork_parent(void) { fork_release(0); }
-static void fork_child(void) { fork_release(1); }
+static void fork_child(void) {
+  fork_release(1);
+  sc_place_fork_child();
+}
 
 /* The handlers are registered when the library is loaded, before any
  * thread can be in sicm_init.  Registered there, lazily, they would miss a
@@ -108,6 +112,7 @@ int sicm_init_with(unsigned flags) {
   if (rc == 0 && init_refs++ == 0) {
     sc_state_publish(1);
     sc_report_setup();
+    sc_place_setup();
   }
   pthread_mutex_unlock(&init_lock);
   return rc;
@@ -133,6 +138,7 @@ int sicm_fini(void) {
     return -1;
   }
   if (--init_refs == 0) {
+    sc_place_before_fini(); /* no arena of the program is left to place */
     sc_state *s = sc_state_storage();
     sc_state_publish(0);
     sc_devices_release(&s->devices);

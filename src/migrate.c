@@ -216,9 +216,15 @@ static sc_arena *migrate_prepare(sicm_arena sa, sicm_device *const *devs, unsign
   sc_arena *a = s ? sc_arena_resolve(sa) : NULL;
   if (a == NULL)
     return NULL;
-  if (flags & (SICM_ARENA_HUGEPAGES | SICM_ARENA_NOHUGEPAGES))
-    return sc_fail_null(EINVAL, "huge-page flags belong to sicm_arena_create_devices");
+  if (flags & (SICM_ARENA_HUGEPAGES | SICM_ARENA_NOHUGEPAGES | SICM_ARENA_AUTOPLACE |
+               SICM_ARENA_ANYWHERE))
+    return sc_fail_null(EINVAL, "huge-page and placer flags belong to sicm_arena_create_devices");
   return sc_binding_make(s, devs, ndevs, flags, to) == 0 ? a : NULL;
+}
+
+/* The program's move: the placer leaves the arena alone from now on. */
+static void migrate_by_program(sc_arena *a) {
+  __atomic_fetch_add(&a->program_moves, 1, __ATOMIC_RELAXED);
 }
 
 int sicm_arena_set_devices(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,
@@ -227,9 +233,32 @@ int sicm_arena_set_devices(sicm_arena sa, sicm_device *const *devs, unsigned nde
   sc_arena *a = migrate_prepare(sa, devs, ndevs, flags, &to);
   if (a == NULL)
     return -1;
+  migrate_by_program(a);
   sicm_migration_report report;
   pthread_mutex_lock(&a->migrate_lock);
   int rc = migrate_locked(a, &to, NULL, &report);
+  int err = errno;
+  pthread_mutex_unlock(&a->migrate_lock);
+  errno = err;
+  return rc;
+}
+
+int sc_arena_move(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, unsigned flags,
+                  sicm_migration_report *report) {
+  sc_binding to;
+  sc_arena *a = migrate_prepare(sa, devs, ndevs, flags, &to);
+  if (a == NULL)
+    return -1;
+  pthread_mutex_lock(&a->migrate_lock);
+  /* The arena may have been destroyed since it was resolved: destroy ends
+   * it under this lock. */
+  int rc;
+  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != sc_handle_generation(sa)) {
+    *report = (sicm_migration_report){.error = ESTALE};
+    rc = sc_fail(ESTALE, "the arena was destroyed");
+  } else {
+    rc = migrate_locked(a, &to, NULL, report);
+  }
   int err = errno;
   pthread_mutex_unlock(&a->migrate_lock);
   errno = err;
@@ -287,6 +316,7 @@ sicm_migration *sicm_arena_set_devices_async(sicm_arena sa, sicm_device *const *
   sicm_migration *m = calloc(1, sizeof *m);
   if (m == NULL)
     return sc_fail_null(ENOMEM, "out of memory");
+  migrate_by_program(a);
   m->arena = a;
   m->to = to;
   if (pthread_create(&m->thread, NULL, migration_thread, m) != 0) {

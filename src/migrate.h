@@ -23,6 +23,14 @@ typedef struct sc_migrate_options {
   sc_move_method huge;          /* SICM_MIGRATE_HUGE */
 } sc_migrate_options;
 
+/* ---- migrate.c ---- */
+/* Moves the arena as sicm_arena_set_devices() does, for the placer: the
+ * move is not the program's, so the arena is not pinned.  Fills the
+ * report either way; 0, or -1 with errno (ESTALE when the arena was
+ * destroyed meanwhile). */
+int sc_arena_move(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, unsigned flags,
+                  sicm_migration_report *report);
+
 /* ---- migrate_move.c ---- */
 /* Reads SICM_MIGRATE_THREADS and SICM_MIGRATE_HUGE strictly (base.h);
  * called by sicm_init. */

@@ -3,7 +3,7 @@
 """layers.py: the internal structure of src/ as base.h describes it.
 
 - Imports run one way: base <- devices <- arenas <- {migration, shared} <-
-  intent <- init; a file includes only headers of its own subsystem or of
+  {intent, place} <- init; a file includes only headers of its own subsystem or of
   a lower layer, so there are no circles.
 - Calls obey the same rule: an internal function (sc_*) is called only
   from its own subsystem or a higher layer, judged by the header that
@@ -19,7 +19,8 @@ src = os.path.join(os.environ.get("SICM_TOP_SRCDIR", "."), "src")
 # (layer, subsystem) by file-name prefix, longest prefix first.
 RULES = [("arena_je", (2, "arena")), ("base", (0, "base")), ("device", (1, "devices")),
          ("state", (1, "devices")), ("arena", (2, "arena")), ("migrate", (3, "migrate")),
-         ("shared", (3, "shared")), ("intent", (4, "intent")), ("init", (5, "init"))]
+         ("shared", (3, "shared")), ("intent", (4, "intent")), ("place", (4, "place")),
+         ("init", (5, "init"))]
 
 def place(name):
     for prefix, where in RULES:

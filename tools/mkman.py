@@ -20,7 +20,8 @@ SPDX = "SPDX-License-Identifier: BSD-3-Clause"
 # Written first in every page but the .so links (man reads those only when
 # .so is their first line).
 ROFF_SPDX = '.\\" ' + SPDX
-HEADERS = ["include/sicm.h", "include/sicm_shared.h", "include/sicm_allocator.h"]
+HEADERS = ["include/sicm.h", "include/sicm_shared.h", "include/sicm_allocator.h",
+           "include/sicm_autoplace.h"]
 # Banner title prefix -> (page, one-line summary for NAME).
 TOPICS = [
     ("Library lifetime", "sicm_init", "start and stop libsicm"),
@@ -31,6 +32,7 @@ TOPICS = [
     ("Shared arenas", "sicm_shared", "one heap in POSIX shared memory for the processes of a node"),
     ("Allocators by intent", "sicm_allocator", "OpenMP-style memory spaces, traits and allocators"),
     ("Intent hints", "sicm_intent", "say what data needs, get the device that fits"),
+    ("Automatic placement", "sicm_autoplace", "hot arenas find the fast tier by themselves"),
 ]
 
 

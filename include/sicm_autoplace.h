@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* sicm_autoplace.h: arenas that find the fast tier by themselves — arena
+ * names, per-arena access rates, and the placer that moves the arenas
+ * hottest per byte onto the fast device(s) under a budget.  Included by
+ * sicm.h; including it alone includes sicm.h first.  Same conventions as
+ * sicm.h: -1 or NULL on failure, errno as documented, words in
+ * sicm_error_detail(). */
+#ifndef SICM_AUTOPLACE_H
+#define SICM_AUTOPLACE_H
+
+#include "sicm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Automatic placement: names, access rates and the placer                  */
+/* ------------------------------------------------------------------------ */
+
+/* Longest arena name, its terminating NUL included. */
+#define SICM_ARENA_NAME_MAX 32
+
+/* Name the arena (NULL or "": no name) for statistics, reports and errors.
+ * Printable ASCII without '"' or '\\', at most SICM_ARENA_NAME_MAX - 1
+ * characters.  Returns 0, or -1 with errno EINVAL (bad handle or name) or
+ * ESTALE. */
+SICM_API int sicm_arena_set_name(sicm_arena sa, const char *name);
+
+/* Copies the arena's name ("" when it has none) to out, which holds
+ * `size` bytes (SICM_ARENA_NAME_MAX always suffices).  Returns the name's
+ * length, or -1 with errno EINVAL (bad handle, out NULL, or size too
+ * small) or ESTALE. */
+SICM_API int sicm_arena_get_name(sicm_arena sa, char *out, size_t size);
+
+/* What the monitor measured of one arena.  The monitor runs while the
+ * placer runs (in any mode, sicm_autoplace_start()).  Each interval it
+ * reads, per mapping of the process, the bytes whose pages were
+ * referenced since the last interval (the page-table accessed bits that
+ * /proc/self/clear_refs resets and /proc/self/smaps counts), then resets
+ * them.  That is recency per page and interval, not a count of accesses:
+ * a page read once and a page read a million times in one interval count
+ * the same, so the rate is a decaying average over intervals.  The monitor
+ * reads no arena data.  A shared arena is measured in each process that
+ * attaches it, for that process's own accesses. */
+typedef struct sicm_arena_rates {
+  uint64_t intervals;          /* intervals measured since the arena took part */
+  uint64_t referenced_last;    /* bytes referenced in the last interval */
+  uint64_t resident;           /* bytes resident at the last interval */
+  double referenced_per_second; /* decaying average of referenced bytes per second */
+  double density;              /* that rate per resident byte (per second) */
+  uint64_t fast_ns, slow_ns;   /* time spent on the fast tier and elsewhere while measured */
+  uint64_t moves_in, moves_out; /* the placer's moves onto and off the fast tier */
+  int mode;                    /* enum sicm_autoplace_mode */
+  int on_fast;                 /* 1 when its binding is on the fast device(s) */
+} sicm_arena_rates;
+
+/* The arena's rates.  Returns 0, or -1 with errno EINVAL (bad handle or
+ * out NULL) or ESTALE.  All zero for an arena never measured. */
+SICM_API int sicm_arena_get_rates(sicm_arena sa, sicm_arena_rates *out);
+
+/* Flags of sicm_arena_create_devices() for the placer (numbered after the
+ * placement and huge-page flags of sicm.h). */
+enum sicm_arena_place_flags {
+  /* Takes part in automatic placement when the placer was started with
+   * SICM_AUTOPLACE_FLAGGED (with SICM_AUTOPLACE_ALL every arena does). */
+  SICM_ARENA_AUTOPLACE = 1u << 4,
+  /* Its data is not in active use: the placer may keep it on any device
+   * with room, puts it where memory costs least (capacity memory first,
+   * then DRAM), and demotes it first when the fast tier needs room. */
+  SICM_ARENA_ANYWHERE = 1u << 5,
+};
+
+/* How the placer treats one arena (sicm_arena_set_autoplace()). */
+enum sicm_autoplace_mode {
+  SICM_AUTOPLACE_AUTO = 0,    /* placed by the placer when it takes part */
+  SICM_AUTOPLACE_PIN = 1,     /* measured, never moved; set by any move the program makes */
+  SICM_AUTOPLACE_EXCLUDE = 2, /* neither measured nor moved */
+};
+
+/* Which arenas take part. */
+enum sicm_autoplace_arenas {
+  SICM_AUTOPLACE_ALL = 0,     /* every arena of sicm_arena_create*() (not the defaults) */
+  SICM_AUTOPLACE_FLAGGED = 1, /* those created with SICM_ARENA_AUTOPLACE */
+};
+
+typedef struct sicm_autoplace_config {
+  /* The fast tier: 1 to SICM_ARENA_DEVICES_MAX devices of base pages.
+   * ndevices 0: the device ranked first by bandwidth from the calling
+   * thread's node (sicm_device_best()). */
+  unsigned ndevices;
+  sicm_device *devices[SICM_ARENA_DEVICES_MAX];
+  /* Bytes of the fast tier the placer may fill; 0: all of it.  Either way
+   * it never fills beyond the tier's free memory less `reserve`. */
+  size_t budget;
+  size_t reserve;             /* bytes kept free on the fast tier */
+  unsigned interval_ms;       /* between two measurements, >= 10 */
+  unsigned half_life;         /* intervals for a rate to decay by half, >= 1 */
+  unsigned arenas;            /* enum sicm_autoplace_arenas */
+  int monitor_only;           /* 1: measure, never move */
+} sicm_autoplace_config;
+
+/* Fills c with the defaults: the fast device by bandwidth, budget 0 (the
+ * tier's free memory), reserve 64 MiB, interval 1000 ms, half-life 2
+ * intervals, every arena, placing.  Returns 0, or -1 with errno EINVAL (c
+ * NULL) or EPERM (not initialized), or ENODEV (no device). */
+SICM_API int sicm_autoplace_config_init(sicm_autoplace_config *c);
+
+/* Start the placer: a thread that each interval measures every arena that
+ * takes part, ranks them by referenced bytes per resident byte, picks the
+ * set that fits the budget, and moves arenas onto and off the fast tier
+ * with the library's migration.  A cold arena leaves the fast tier only
+ * when a hotter one needs its room, and goes back to the device(s) it was
+ * bound to when it joined (SICM_ARENA_ANYWHERE: the cheapest with room).
+ *
+ * Cost rule (ski rental): an arena that ranks in the set but sits off the
+ * fast tier accrues, per interval, the bytes it referenced there; it moves
+ * once those reach the bytes the move costs (its resident bytes plus those
+ * of the arenas it displaces).  Hysteresis: an arena on the fast tier
+ * ranks with a quarter more than its rate, and stays at least two
+ * intervals after it moved.  A move the kernel or the room check refuses
+ * leaves the arena where it was; the placer reports it and retries that
+ * arena no sooner than 8 intervals later.  An arena the program moves
+ * itself is pinned (SICM_AUTOPLACE_PIN) until set back to AUTO.
+ *
+ * The same placer starts without code change from the environment
+ * variable SICM_AUTOPLACE, read by the first sicm_init() (sicm(7)).
+ *
+ * Returns 0, or -1 with errno (nothing started, nothing moved):
+ *   EINVAL  c NULL; a device not from sicm_devices(), of huge pages or
+ *           listed twice; interval_ms below 10; half_life 0; unknown
+ *           arenas value; budget above the fast tier's capacity;
+ *   EBUSY   the placer already runs (from this call or SICM_AUTOPLACE);
+ *   ENOTSUP the kernel does not report referenced pages to this process
+ *           (sicm_error_detail() says which check failed);
+ *   EPERM   not initialized;
+ *   EAGAIN  no thread could be started. */
+SICM_API int sicm_autoplace_start(const sicm_autoplace_config *c);
+
+/* Stop the placer, waiting for a move in progress to finish; arenas stay
+ * where they are.  Returns 0, or -1 with errno ESRCH (not running). */
+SICM_API int sicm_autoplace_stop(void);
+
+/* Set how the placer treats the arena (enum sicm_autoplace_mode).  Returns
+ * 0, or -1 with errno EINVAL (bad handle or mode) or ESTALE. */
+SICM_API int sicm_arena_set_autoplace(sicm_arena sa, int mode);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SICM_AUTOPLACE_H */

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* place.c: the placer — a thread that each interval measures the arenas
+ * that take part (place_monitor.c), updates their decaying rates, asks
+ * the plan (place_plan.c) what moves, and moves them with migration
+ * (sc_arena_move: the placer's moves do not pin).  Demotions run before
+ * promotions, so the fast tier has the room when a promotion starts.
+ * Every move, refused ones included, is kept for the report. */
+#include <errno.h>
+#include <math.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "place.h"
+
+enum {
+  MIN_STAY = 2,      /* intervals an arena stays after a move */
+  RETRY_AFTER = 8,   /* intervals before an arena whose move was refused is tried again */
+};
+static const double HYSTERESIS = 0.25, MOVE_WEIGHT = 1.0;
+
+/* What the placer keeps of one arena slot. */
+typedef struct place_track {
+  uint64_t generation;          /* of the arena tracked; 0: none */
+  unsigned nhome;
+  unsigned home_flags;
+  sicm_device *home[8];         /* where it goes off the fast tier */
+  uint64_t program_moves;       /* the arena's count when last seen */
+  double rate;                  /* referenced bytes per interval, decaying */
+  uint64_t regret;
+  unsigned since_move, retry_in;
+  sicm_arena_rates rates;
+} place_track;
+
+static struct {
+  pthread_mutex_t lock;         /* start, stop */
+  pthread_mutex_t sleep_lock;
+  pthread_cond_t wake;
+  int running, stop;
+  pthread_t thread;
+  sicm_autoplace_config config;
+  sc_nodemask fast_nodes;
+  place_track *tracks;          /* SC_ARENA_SLOTS */
+  sc_monitor_bytes *sample;
+  sc_plan_arena *plan;          /* scratch, SC_ARENA_SLOTS each */
+  unsigned *plan_slot, *order;
+  sc_placer_totals totals;
+} placer = {.lock = PTHREAD_MUTEX_INITIALIZER,
+            .sleep_lock = PTHREAD_MUTEX_INITIALIZER,
+            .wake = PTHREAD_COND_INITIALIZER};
+
+static uint64_t clock_ns(clockid_t id) {
+  struct timespec t;
+  clock_gettime(id, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static int on_fast_tier(sicm_device *const *devs, int n) {
+  for (int i = 0; i < n; i++)
+    if (!sc_nodemask_has(&placer.fast_nodes, devs[i]->node))
+      return 0;
+  return n > 0;
+}
+
+static unsigned policy_flags(int policy) {
+  return policy == MPOL_INTERLEAVE                                    ? SICM_ARENA_INTERLEAVE
+         : policy == MPOL_PREFERRED || policy == MPOL_PREFERRED_MANY ? SICM_ARENA_PREFERRED
+                                                                      : 0;
+}
+
+/* Where an arena goes when it leaves the fast tier: the device(s) it was
+ * bound to when it joined, or, when it joined on the fast tier, the
+ * nearest device off it; an ANYWHERE arena, capacity memory with room
+ * when there is some. */
+static void track_home(place_track *t, sc_arena *a, sicm_device *const *devs, int n) {
+  t->nhome = 0;
+  t->home_flags = 0;
+  if ((a->flags & SICM_ARENA_ANYWHERE) != 0) {
+    const sicm_device_list *all = sicm_devices();
+    size_t best_free = 0;
+    for (unsigned i = 0; all != NULL && i < all->count; i++) {
+      sicm_device *d = &all->devices[i];
+      size_t free_bytes;
+      if (d->kind == SICM_KIND_CAPACITY && !d->huge && sicm_device_get_free_bytes(d, &free_bytes) == 0 &&
+          free_bytes > best_free) {
+        best_free = free_bytes;
+        t->home[0] = d;
+        t->nhome = 1;
+        t->home_flags = SICM_ARENA_PREFERRED; /* capacity first, never a full node */
+      }
+    }
+    if (t->nhome)
+      return;
+  }
+  if (!on_fast_tier(devs, n)) {
+    for (int i = 0; i < n && i < 8; i++)
+      t->home[t->nhome++] = devs[i];
+    pthread_mutex_lock(&a->window_lock);
+    t->home_flags = policy_flags(a->binding.policy);
+    pthread_mutex_unlock(&a->window_lock);
+    return;
+  }
+  sicm_rank_entry rank[64];
+  int count = sicm_rank(SICM_RANK_NEAREST, SICM_INITIATOR_SELF, rank, 64, NULL);
+  for (int i = 0; i < count && i < 64; i++)
+    if (!rank[i].device->huge && !sc_nodemask_has(&placer.fast_nodes, rank[i].device->node)) {
+      t->home[0] = rank[i].device;
+      t->nhome = 1;
+      t->home_flags = SICM_ARENA_PREFERRED;
+      return;
+    }
+}
+
+static void decision_keep(unsigned slot, sc_arena *a, int from, int to, int error,
+                          const sicm_migration_report *r, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+static void decision_keep(unsigned slot, sc_arena *a, int from, int to, int error,
+                          const sicm_migration_report *r, const char *fmt, ...) {
+  sc_decision d = {.unix_ns = clock_ns(CLOCK_REALTIME), .slot = slot, .from_node = from,
+                   .to_node = to, .error = error};
+  sc_arena_name_copy(a, d.name);
+  if (r != NULL) {
+    d.bytes = r->bytes_moved;
+    d.ns = r->nanoseconds;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d.why, sizeof d.why, fmt, ap);
+  va_end(ap);
+  sc_report_decision(&d);
+}
+
+/* Moves the arena of slot `slot` on or off the fast tier; 0 or -1. */
+static int place_move(unsigned slot, int promote, const char *why) {
+  place_track *t = &placer.tracks[slot];
+  sc_arena *a = sc_arena_slots[slot];
+  sicm_arena sa = sc_arena_handle(a, t->generation);
+  sicm_device *from[SICM_ARENA_DEVICES_MAX];
+  int nfrom = sicm_arena_get_devices(sa, from, SICM_ARENA_DEVICES_MAX);
+  if (nfrom <= 0)
+    return -1;
+  sicm_device *const *to = promote ? placer.config.devices : t->home;
+  unsigned nto = promote ? placer.config.ndevices : t->nhome;
+  /* Preferred on the fast tier: what the arena allocates once the tier is
+   * full falls back instead of meeting the OOM killer. */
+  unsigned flags = promote ? SICM_ARENA_PREFERRED : t->home_flags;
+  if (nto == 0)
+    return -1;
+  sicm_migration_report report;
+  int rc = sc_arena_move(sa, to, nto, flags, &report);
+  int err = rc ? errno : 0;
+  if (rc != 0 && err == ESTALE)
+    return -1; /* destroyed meanwhile: nothing to report */
+  t->since_move = 0;
+  t->retry_in = rc ? RETRY_AFTER : 0;
+  if (rc == 0 && promote)
+    t->rates.moves_in++;
+  else if (rc == 0)
+    t->rates.moves_out++;
+  __atomic_fetch_add(rc ? &placer.totals.moves_failed : &placer.totals.moves, 1, __ATOMIC_RELAXED);
+  if (rc)
+    decision_keep(slot, a, from[0]->node, to[0]->node, err, &report, "%s; refused: %s", why,
+                  sicm_error_detail());
+  else
+    decision_keep(slot, a, from[0]->node, to[0]->node, 0, &report, "%s", why);
+  return rc;
+}
+
+/* Whether the arena takes part (live, checked by the caller). */
+static int takes_part(const sc_arena *a) {
+  if (a->library_default)
+    return 0;
+  if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) == SICM_AUTOPLACE_EXCLUDE)
+    return 0;
+  return placer.config.arenas == SICM_AUTOPLACE_ALL || (a->flags & SICM_ARENA_AUTOPLACE) != 0;
+}
+
+/* One interval: measure, update, plan, move. */
+static void place_interval(uint64_t elapsed_ns) {
+  sc_monitor_bytes *s = placer.sample;
+  uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+  int measured = sc_monitor_sample(s) == 0;
+  __atomic_fetch_add(&placer.totals.monitor_ns, clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&placer.totals.intervals, 1, __ATOMIC_RELAXED);
+  if (!measured)
+    return;
+  double alpha = 1 - pow(0.5, 1.0 / placer.config.half_life);
+  double seconds = (double)placer.config.interval_ms / 1000;
+  unsigned n = 0;
+  uint64_t on_fast_bytes = 0;
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    place_track *t = &placer.tracks[slot];
+    sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
+    uint64_t generation = a ? __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) : 0;
+    sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+    if (generation == 0 || !takes_part(a)) {
+      t->generation = 0;
+      continue;
+    }
+    int ndevs = sicm_arena_get_devices(sc_arena_handle(a, generation), devs, SICM_ARENA_DEVICES_MAX);
+    if (ndevs <= 0) {
+      t->generation = 0;
+      continue;
+    }
+    if (t->generation != generation) { /* a new arena in this slot */
+      memset(t, 0, sizeof *t);
+      t->generation = generation;
+      t->program_moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
+      t->since_move = MIN_STAY;
+      track_home(t, a, devs, ndevs);
+    }
+    uint64_t moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
+    if (moves != t->program_moves) {
+      t->program_moves = moves;
+      if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) == SICM_AUTOPLACE_AUTO) {
+        __atomic_store_n(&a->place_mode, SICM_AUTOPLACE_PIN, __ATOMIC_RELAXED);
+        decision_keep(slot, a, -1, devs[0]->node, 0, NULL, "the program moved it: pinned");
+      }
+    }
+    int fast = on_fast_tier(devs, ndevs);
+    t->rate += alpha * ((double)s->referenced[slot] - t->rate);
+    sicm_arena_rates *r = &t->rates;
+    r->intervals++;
+    r->referenced_last = s->referenced[slot];
+    r->resident = s->resident[slot];
+    r->referenced_per_second = t->rate / seconds;
+    *(fast ? &r->fast_ns : &r->slow_ns) += elapsed_ns;
+    r->on_fast = fast;
+    sc_arena_usage_store(a, r);
+    if (t->since_move < MIN_STAY)
+      t->since_move++;
+    if (t->retry_in)
+      t->retry_in--;
+    if (fast)
+      on_fast_bytes += r->resident;
+    if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO)
+      continue;
+    placer.plan[n] = (sc_plan_arena){.resident = r->resident, .referenced = r->referenced_last,
+                                     .rate = t->rate, .on_fast = fast,
+                                     .anywhere = (a->flags & SICM_ARENA_ANYWHERE) != 0,
+                                     .movable = t->since_move >= MIN_STAY && t->retry_in == 0,
+                                     .regret = t->regret};
+    placer.plan_slot[n++] = slot;
+  }
+  if (placer.config.monitor_only)
+    return;
+  /* The budget: never more than the tier's free memory less the reserve. */
+  uint64_t free_bytes = 0;
+  for (unsigned i = 0; i < placer.config.ndevices; i++) {
+    size_t f;
+    if (sicm_device_get_free_bytes(placer.config.devices[i], &f) == 0)
+      free_bytes += f;
+  }
+  uint64_t room = on_fast_bytes + free_bytes;
+  room = room > placer.config.reserve ? room - placer.config.reserve : 0;
+  uint64_t budget = placer.config.budget && placer.config.budget < room ? placer.config.budget : room;
+  __atomic_store_n(&placer.totals.budget, budget, __ATOMIC_RELAXED);
+  sc_plan_params params = {.budget = budget, .hysteresis = HYSTERESIS, .move_weight = MOVE_WEIGHT};
+  sc_plan(placer.plan, n, &params, placer.order);
+  char why[112];
+  for (int pass = 0; pass < 2; pass++)
+    for (unsigned i = 0; i < n; i++) {
+      sc_plan_arena *p = &placer.plan[i];
+      place_track *t = &placer.tracks[placer.plan_slot[i]];
+      t->regret = p->regret;
+      if (pass == 0 && p->action == SC_PLAN_DEMOTE) {
+        place_move(placer.plan_slot[i], 0, p->wanted ? "the fast tier's budget shrank"
+                                                     : "colder than an arena that needs the room");
+      } else if (pass == 0 && p->action == SC_PLAN_STAY && p->anywhere && !p->on_fast &&
+                 p->movable && !p->wanted && t->nhome == 1) {
+        /* An ANYWHERE arena off the fast tier belongs in its cheapest home. */
+        sicm_device *devs[1];
+        if (sicm_arena_get_devices(sc_arena_handle(sc_arena_slots[placer.plan_slot[i]],
+                                                   t->generation), devs, 1) > 0 &&
+            devs[0] != t->home[0])
+          place_move(placer.plan_slot[i], 0, "not in active use: to the cheapest memory");
+      } else if (pass == 1 && p->action == SC_PLAN_PROMOTE) {
+        snprintf(why, sizeof why, "hot: referenced %llu bytes off the fast tier, the move costs %llu",
+                 (unsigned long long)p->regret, (unsigned long long)p->cost);
+        place_move(placer.plan_slot[i], 1, why);
+      }
+    }
+}
+
+static void *placer_main(void *arg) {
+  (void)arg;
+  sc_monitor_sample(placer.sample); /* the first interval counts from now */
+  uint64_t last = clock_ns(CLOCK_MONOTONIC);
+  pthread_mutex_lock(&placer.sleep_lock);
+  while (!placer.stop) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)placer.config.interval_ms * 1000000u;
+    until.tv_sec += (time_t)(ns / 1000000000u);
+    until.tv_nsec = (long)(ns % 1000000000u);
+    while (!placer.stop && pthread_cond_timedwait(&placer.wake, &placer.sleep_lock, &until) == 0) {
+    }
+    if (placer.stop)
+      break;
+    pthread_mutex_unlock(&placer.sleep_lock);
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    place_interval(now - last);
+    last = now;
+    sc_report_placer(&placer.totals);
+    pthread_mutex_lock(&placer.sleep_lock);
+  }
+  pthread_mutex_unlock(&placer.sleep_lock);
+  return NULL;
+}
+
+static void placer_free(void) {
+  free(placer.tracks);
+  free(placer.sample);
+  free(placer.plan);
+  free(placer.plan_slot);
+  free(placer.order);
+  placer.tracks = NULL;
+  placer.sample = NULL;
+  placer.plan = NULL;
+  placer.plan_slot = placer.order = NULL;
+}
+
+/* Starts the placer with a checked configuration; placer.lock held. */
+static int placer_start(const sicm_autoplace_config *c) {
+  if (placer.running)
+    return sc_fail(EBUSY, "the placer already runs");
+  if (sc_monitor_check() != 0)
+    return -1;
+  placer.config = *c;
+  if (placer.config.ndevices == 0 && sicm_autoplace_config_init(&placer.config) == 0) {
+    placer.config.budget = c->budget;
+    placer.config.reserve = c->reserve;
+    placer.config.interval_ms = c->interval_ms;
+    placer.config.half_life = c->half_life;
+    placer.config.arenas = c->arenas;
+    placer.config.monitor_only = c->monitor_only;
+  }
+  if (placer.config.ndevices == 0)
+    return -1;
+  memset(&placer.fast_nodes, 0, sizeof placer.fast_nodes);
+  for (unsigned i = 0; i < placer.config.ndevices; i++)
+    sc_nodemask_add(&placer.fast_nodes, placer.config.devices[i]->node);
+  placer.tracks = calloc(SC_ARENA_SLOTS, sizeof *placer.tracks);
+  placer.sample = malloc(sizeof *placer.sample);
+  placer.plan = calloc(SC_ARENA_SLOTS, sizeof *placer.plan);
+  placer.plan_slot = calloc(SC_ARENA_SLOTS, sizeof *placer.plan_slot);
+  placer.order = calloc(SC_ARENA_SLOTS, sizeof *placer.order);
+  if (!placer.tracks || !placer.sample || !placer.plan || !placer.plan_slot || !placer.order) {
+    placer_free();
+    return sc_fail(ENOMEM, "out of memory for the placer");
+  }
+  placer.totals = (sc_placer_totals){.running = 1, .monitor_only = c->monitor_only,
+                                     .interval_ms = c->interval_ms,
+                                     .fast_node = placer.config.devices[0]->node};
+  placer.stop = 0;
+  if (pthread_create(&placer.thread, NULL, placer_main, NULL) != 0) {
+    placer_free();
+    return sc_fail(EAGAIN, "no thread could be started for the placer");
+  }
+  placer.running = 1;
+  sc_report_placer(&placer.totals);
+  return 0;
+}
+
+int sicm_autoplace_start(const sicm_autoplace_config *c) {
+  if (sc_place_config_check(c) != 0)
+    return -1;
+  pthread_mutex_lock(&placer.lock);
+  int rc = placer_start(c);
+  int err = errno;
+  pthread_mutex_unlock(&placer.lock);
+  errno = err;
+  return rc;
+}
+
+static int placer_stop(void) {
+  pthread_mutex_lock(&placer.lock);
+  if (!placer.running) {
+    pthread_mutex_unlock(&placer.lock);
+    return sc_fail(ESRCH, "the placer does not run");
+  }
+  pthread_mutex_lock(&placer.sleep_lock);
+  placer.stop = 1;
+  pthread_cond_signal(&placer.wake);
+  pthread_mutex_unlock(&placer.sleep_lock);
+  pthread_join(placer.thread, NULL);
+  placer.running = 0;
+  placer.totals.running = 0;
+  sc_report_placer(&placer.totals);
+  placer_free();
+  pthread_mutex_unlock(&placer.lock);
+  return 0;
+}
+
+int sicm_autoplace_stop(void) { return placer_stop(); }
+
+void sc_place_setup(void) {
+  const char *text = sc_env_get("SICM_AUTOPLACE");
+  if (text == NULL || strcmp(text, "0") == 0 || strcmp(text, "off") == 0)
+    return;
+  sicm_autoplace_config c;
+  int rc = sc_place_config_parse(text, &c);
+  if (rc == 0) {
+    pthread_mutex_lock(&placer.lock);
+    rc = placer_start(&c);
+    pthread_mutex_unlock(&placer.lock);
+  }
+  if (rc != 0)
+    fprintf(stderr, "libsicm: SICM_AUTOPLACE=\"%.80s\" ignored: %s; no automatic placement\n",
+            text, sicm_error_detail());
+}
+
+void sc_place_before_fini(void) {
+  if (__atomic_load_n(&placer.running, __ATOMIC_RELAXED))
+    placer_stop();
+}
+
+void sc_place_fork_child(void) {
+  /* The thread is the parent's; what it allocated stays with the child. */
+  pthread_mutex_init(&placer.lock, NULL);
+  pthread_mutex_init(&placer.sleep_lock, NULL);
+  pthread_cond_init(&placer.wake, NULL);
+  placer.running = 0;
+  placer.totals.running = 0;
+}

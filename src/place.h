@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* place.h: automatic placement (sicm_autoplace.h) — the monitor that
+ * measures the bytes each arena referenced (place_monitor.c), the plan that
+ * picks the arenas for the fast tier (place_plan.c, pure: no system
+ * call), its configuration (place_conf.c), and the placer thread that measures, plans and moves
+ * (place.c).  It sits above migration and moves arenas only through it. */
+#ifndef SC_PLACE_H
+#define SC_PLACE_H
+
+#include "migrate.h"
+
+/* ---- place_monitor.c ---- */
+/* Bytes per arena slot, from one reading of /proc/self/smaps. */
+typedef struct sc_monitor_bytes {
+  uint64_t referenced[SC_ARENA_SLOTS]; /* referenced since the last clear */
+  uint64_t resident[SC_ARENA_SLOTS];   /* Rss */
+  uint64_t unattributed;               /* referenced bytes of mappings over several arenas */
+} sc_monitor_bytes;
+/* Checks that this kernel tells this process which of its pages were
+ * referenced, on a probe mapping of its own; 0, or -1 with ENOTSUP (or
+ * the errno of the step that failed) and the reason in words. */
+int sc_monitor_check(void);
+/* Reads every arena's referenced and resident bytes, then clears the
+ * referenced bits of the whole process; 0, or -1 with errno. */
+int sc_monitor_sample(sc_monitor_bytes *out);
+
+/* ---- place_plan.c ---- */
+enum { SC_PLAN_STAY, SC_PLAN_PROMOTE, SC_PLAN_DEMOTE };
+/* One arena as the plan sees it.  The caller fills everything but
+ * `action`; `regret` carries over from one interval to the next. */
+typedef struct sc_plan_arena {
+  uint64_t resident;            /* bytes */
+  uint64_t referenced;          /* bytes referenced in the last interval */
+  double rate;                  /* decaying referenced bytes per interval */
+  int on_fast;
+  int anywhere;                 /* SICM_ARENA_ANYWHERE: demoted first */
+  int movable;                  /* 0: stays where it is this interval (min stay, back-off) */
+  uint64_t regret;              /* bytes it referenced off the fast tier while it ranked in */
+  int wanted;                   /* out: ranks in the set that fits the budget */
+  int action;                   /* out: SC_PLAN_* */
+  uint64_t cost;                /* out, PROMOTE: the bytes the move costs (displaced included) */
+} sc_plan_arena;
+typedef struct sc_plan_params {
+  uint64_t budget;              /* bytes the arenas on the fast tier may hold */
+  double hysteresis;            /* an arena on the fast tier ranks with rate * (1 + this) */
+  double move_weight;           /* move when regret >= weight * bytes the move costs */
+} sc_plan_params;
+/* Decides each arena's action for this interval: ranks by rate per
+ * resident byte, keeps the set that fits the budget, promotes by the ski
+ * rental rule, demotes only what a promotion or the budget needs.
+ * `order` is scratch of n entries.  Returns the number of moves. */
+unsigned sc_plan(sc_plan_arena *a, unsigned n, const sc_plan_params *p, unsigned *order);
+
+/* ---- place_conf.c ---- */
+/* The checks of sicm_autoplace_start(): 0, or -1 with errno and words. */
+int sc_place_config_check(const sicm_autoplace_config *c);
+/* The configuration SICM_AUTOPLACE's text describes, checked; 0 or -1. */
+int sc_place_config_parse(const char *text, sicm_autoplace_config *c);
+
+/* ---- place.c ---- */
+/* Starts the placer from SICM_AUTOPLACE (sicm_init, first reference). */
+void sc_place_setup(void);
+/* Stops the placer (the last sicm_fini, before arenas are released). */
+void sc_place_before_fini(void);
+/* In a fork child: the placer's thread is the parent's. */
+void sc_place_fork_child(void);
+
+#endif /* SC_PLACE_H */

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// test_autoplace.cc: automatic placement on one node — arena names, the
+// placer's configuration and its errors, the monitor's rates (the host's
+// kernel reports referenced pages; where it does not, the start must say
+// so), pinning, and the plan driven by hand-made histories.  Placement
+// between nodes is proven in the guest (tests/numa/numa_autoplace.cc).
+// Linked with the convenience library to reach the plan.
+#include <errno.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+#include "sicm_test.h"
+
+extern "C" {
+#include "place.h"
+}
+
+using sicm_test::ScopedEnv;
+
+namespace {
+
+class Autoplace : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(0, sicm_init()) << sicm_error_detail(); }
+  void TearDown() override {
+    sicm_autoplace_stop();
+    for (sicm_arena a : arenas_) sicm_arena_destroy(a);
+    EXPECT_EQ(0, sicm_fini()) << sicm_error_detail();
+  }
+  sicm_arena Make(unsigned flags = 0) {
+    sicm_device *dev = sicm_device_of_node(0, 0);
+    sicm_arena a = sicm_arena_create_devices(0, &dev, 1, flags);
+    EXPECT_NE(nullptr, a) << sicm_error_detail();
+    arenas_.push_back(a);
+    return a;
+  }
+  sicm_autoplace_config Config() {
+    sicm_autoplace_config c;
+    EXPECT_EQ(0, sicm_autoplace_config_init(&c)) << sicm_error_detail();
+    return c;
+  }
+  std::vector<sicm_arena> arenas_;
+};
+
+TEST_F(Autoplace, NamesAreKeptCheckedAndCleared) {
+  sicm_arena a = Make();
+  char name[SICM_ARENA_NAME_MAX];
+  EXPECT_EQ(0, sicm_arena_get_name(a, name, sizeof name));
+  EXPECT_STREQ("", name);
+  ASSERT_EQ(0, sicm_arena_set_name(a, "solver-matrix"));
+  EXPECT_EQ(13, sicm_arena_get_name(a, name, sizeof name));
+  EXPECT_STREQ("solver-matrix", name);
+  char small[4];
+  errno = 0;
+  EXPECT_EQ(-1, sicm_arena_get_name(a, small, sizeof small));
+  EXPECT_EQ(EINVAL, errno);
+  std::string long_name(SICM_ARENA_NAME_MAX, 'x');
+  for (const char *bad : {long_name.c_str(), "quote\"", "back\\slash", "tab\t"}) {
+    errno = 0;
+    EXPECT_EQ(-1, sicm_arena_set_name(a, bad)) << bad;
+    EXPECT_EQ(EINVAL, errno) << bad;
+  }
+  EXPECT_EQ(13, sicm_arena_get_name(a, name, sizeof name)) << "a refused name changes nothing";
+  ASSERT_EQ(0, sicm_arena_set_name(a, nullptr));
+  EXPECT_EQ(0, sicm_arena_get_name(a, name, sizeof name));
+  errno = 0;
+  EXPECT_EQ(-1, sicm_arena_set_name(nullptr, "x"));
+  EXPECT_EQ(EINVAL, errno);
+}
+
+TEST_F(Autoplace, BadConfigurationsAreRefusedAndNothingStarts) {
+  errno = 0;
+  EXPECT_EQ(-1, sicm_autoplace_start(nullptr));
+  EXPECT_EQ(EINVAL, errno);
+  struct Case {
+    const char *what;
+    void (*spoil)(sicm_autoplace_config *);
+  } cases[] = {
+      {"interval 0", [](sicm_autoplace_config *c) { c->interval_ms = 0; }},
+      {"half-life 0", [](sicm_autoplace_config *c) { c->half_life = 0; }},
+      {"unknown arenas", [](sicm_autoplace_config *c) { c->arenas = 7; }},
+      {"budget above the device", [](sicm_autoplace_config *c) { c->budget = c->devices[0]->capacity + 1; }},
+      {"a device not from the list",
+       [](sicm_autoplace_config *c) {
+         static sicm_device fake;
+         c->devices[0] = &fake;
+       }},
+      {"a device twice",
+       [](sicm_autoplace_config *c) {
+         c->devices[1] = c->devices[0];
+         c->ndevices = 2;
+       }},
+  };
+  for (const Case &k : cases) {
+    sicm_autoplace_config c = Config();
+    k.spoil(&c);
+    errno = 0;
+    EXPECT_EQ(-1, sicm_autoplace_start(&c)) << k.what;
+    EXPECT_EQ(EINVAL, errno) << k.what;
+    EXPECT_STRNE("", sicm_error_detail()) << k.what;
+  }
+  errno = 0;
+  EXPECT_EQ(-1, sicm_autoplace_stop()) << "nothing was started";
+  EXPECT_EQ(ESRCH, errno);
+}
+
+TEST_F(Autoplace, PlacerFlagsBelongToCreation) {
+  sicm_arena a = Make(SICM_ARENA_AUTOPLACE | SICM_ARENA_ANYWHERE);
+  sicm_device *dev = sicm_device_of_node(0, 0);
+  errno = 0;
+  EXPECT_EQ(-1, sicm_arena_set_devices(a, &dev, 1, SICM_ARENA_AUTOPLACE));
+  EXPECT_EQ(EINVAL, errno);
+  errno = 0;
+  EXPECT_EQ(-1, sicm_arena_set_autoplace(a, 3));
+  EXPECT_EQ(EINVAL, errno);
+}
+
+TEST(AutoplaceConfig, TheVariableIsReadStrictly) {
+  ASSERT_EQ(0, sicm_init());
+  sicm_autoplace_config c;
+  ASSERT_EQ(0, sc_place_config_parse("on", &c)) << sicm_error_detail();
+  EXPECT_EQ(1000u, c.interval_ms);
+  ASSERT_EQ(0, sc_place_config_parse("fast=0,budget=64M,reserve=1G,interval=2s,halflife=3,"
+                                     "arenas=flagged,mode=monitor", &c))
+      << sicm_error_detail();
+  EXPECT_EQ((size_t)64 << 20, c.budget);
+  EXPECT_EQ((size_t)1 << 30, c.reserve);
+  EXPECT_EQ(2000u, c.interval_ms);
+  EXPECT_EQ(3u, c.half_life);
+  EXPECT_EQ((unsigned)SICM_AUTOPLACE_FLAGGED, c.arenas);
+  EXPECT_EQ(1, c.monitor_only);
+  ASSERT_EQ(0, sc_place_config_parse("interval=250", &c));
+  EXPECT_EQ(250u, c.interval_ms);
+  for (const char *bad : {"interval=0", "interval=5ms", "interval=1h", "budget=1X", "budget=",
+                          "speed=1", "fast=99", "fast=0+0", "arenas=some", "mode=fast",
+                          "halflife=0", "budget=99999T", "fast", ",", "interval=1s,,"}) {
+    errno = 0;
+    EXPECT_EQ(-1, sc_place_config_parse(bad, &c)) << bad;
+    EXPECT_EQ(EINVAL, errno) << bad;
+  }
+  EXPECT_EQ(0, sicm_fini());
+}
+
+// The variable: a bad value is one line on stderr, sicm_init succeeds,
+// and no placer runs (so the API may start one).
+TEST(AutoplaceConfig, ABadVariableStartsNothing) {
+  ScopedEnv env("SICM_AUTOPLACE", "interval=0");
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(0, sicm_init());
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(std::string::npos, err.find("SICM_AUTOPLACE")) << err;
+  EXPECT_NE(std::string::npos, err.find("interval")) << err;
+  errno = 0;
+  EXPECT_EQ(-1, sicm_autoplace_stop());
+  EXPECT_EQ(ESRCH, errno);
+  EXPECT_EQ(0, sicm_fini());
+}
+
+// Either the kernel reports referenced pages and the monitor measures the
+// arena that is touched and not the one that is not, or the start fails
+// with ENOTSUP and says why.
+TEST_F(Autoplace, RatesFollowTheArenaThatIsTouched) {
+  sicm_arena hot = Make(), cold = Make();
+  const size_t size = 8 << 20;
+  char *h = (char *)sicm_arena_alloc(hot, size), *c = (char *)sicm_arena_alloc(cold, size);
+  ASSERT_TRUE(h && c);
+  memset(h, 1, size);
+  memset(c, 1, size);
+  sicm_autoplace_config cfg = Config();
+  cfg.interval_ms = 50;
+  cfg.monitor_only = 1;
+  if (sicm_autoplace_start(&cfg) != 0) {
+    ASSERT_EQ(ENOTSUP, errno) << sicm_error_detail();
+    GTEST_SKIP() << "the monitor cannot run here: " << sicm_error_detail();
+  }
+  errno = 0;
+  EXPECT_EQ(-1, sicm_autoplace_start(&cfg)) << "a second placer";
+  EXPECT_EQ(EBUSY, errno);
+  sicm_arena_rates rh{}, rc{};
+  for (int i = 0; i < 400 && (rh.intervals < 6 || rc.intervals < 6); i++) {
+    for (size_t off = 0; off < size; off += 4096) h[off]++;
+    usleep(5000);
+    ASSERT_EQ(0, sicm_arena_get_rates(hot, &rh));
+    ASSERT_EQ(0, sicm_arena_get_rates(cold, &rc));
+  }
+  ASSERT_GE(rh.intervals, 6u);
+  EXPECT_EQ(0, sicm_autoplace_stop());
+  EXPECT_GE(rh.resident, size);
+  EXPECT_GE(rc.resident, size);
+  EXPECT_GT(rh.referenced_per_second, 0.5 * size) << "touched every interval";
+  EXPECT_LT(rc.referenced_per_second, 0.01 * size) << "never touched after the start";
+  EXPECT_GT(rh.density, 50 * rc.density + 0.1);
+  EXPECT_EQ(0u, rh.moves_in + rh.moves_out) << "monitor only";
+  EXPECT_GT(rh.fast_ns + rh.slow_ns, 0u);
+}
+
+TEST_F(Autoplace, AMoveTheProgramMakesPinsTheArena) {
+  sicm_arena a = Make();
+  ASSERT_NE(nullptr, sicm_arena_alloc(a, 1 << 20));
+  sicm_autoplace_config cfg = Config();
+  cfg.interval_ms = 20;
+  if (sicm_autoplace_start(&cfg) != 0) GTEST_SKIP() << sicm_error_detail();
+  usleep(100000);
+  ASSERT_EQ(0, sicm_arena_set_device(a, sicm_device_of_node(0, 0))) << sicm_error_detail();
+  sicm_arena_rates r{};
+  for (int i = 0; i < 200 && r.mode != SICM_AUTOPLACE_PIN; i++) {
+    usleep(10000);
+    ASSERT_EQ(0, sicm_arena_get_rates(a, &r));
+  }
+  EXPECT_EQ(SICM_AUTOPLACE_PIN, r.mode);
+  ASSERT_EQ(0, sicm_arena_set_autoplace(a, SICM_AUTOPLACE_AUTO));
+  ASSERT_EQ(0, sicm_arena_get_rates(a, &r));
+  EXPECT_EQ(SICM_AUTOPLACE_AUTO, r.mode);
+}
+
+// ---- the plan ----
+
+const uint64_t MiB = 1 << 20;
+
+struct Plan {
+  std::vector<sc_plan_arena> a;
+  std::vector<unsigned> order;
+  sc_plan_params p{4 * MiB, 0.25, 1.0};
+  explicit Plan(unsigned n) : a(n), order(n) {
+    for (auto &x : a) x = sc_plan_arena{MiB, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+  }
+  // One interval: each arena referenced refs[i] MiB; the plan's moves are
+  // carried out at once, as the placer does.  Returns the moves.
+  unsigned Step(const std::vector<double> &refs, double alpha = 0.5) {
+    for (size_t i = 0; i < a.size(); i++) {
+      a[i].referenced = (uint64_t)(refs[i] * MiB);
+      a[i].rate += alpha * (refs[i] * MiB - a[i].rate);
+    }
+    unsigned moves = sc_plan(a.data(), (unsigned)a.size(), &p, order.data());
+    for (auto &x : a) {
+      if (x.action == SC_PLAN_PROMOTE) x.on_fast = 1;
+      if (x.action == SC_PLAN_DEMOTE) x.on_fast = 0;
+    }
+    return moves;
+  }
+  unsigned OnFast() const {
+    unsigned n = 0;
+    for (auto &x : a) n += x.on_fast;
+    return n;
+  }
+};
+
+TEST(PlanRule, AHotArenaMovesOnceItsAccessesPayForTheMove) {
+  Plan plan(2);
+  plan.a[0].resident = 4 * MiB;
+  // Referenced a quarter of its bytes per interval: the move (4 MiB) pays
+  // after 4 intervals, not before.
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(0u, plan.Step({1, 0})) << "interval " << i;
+    EXPECT_EQ(0, plan.a[0].on_fast);
+  }
+  EXPECT_EQ(1u, plan.Step({1, 0}));
+  EXPECT_EQ(1, plan.a[0].on_fast);
+  EXPECT_EQ(0, plan.a[1].on_fast) << "an arena that referenced nothing never moves";
+}
+
+TEST(PlanRule, TheHotSetFollowsThePhasesWithoutPingPong) {
+  // 8 arenas of 1 MiB, room for 2; each phase touches two of them fully.
+  Plan plan(8);
+  plan.p.budget = 2 * MiB;
+  const int phases[3][2] = {{0, 1}, {5, 6}, {2, 7}};
+  for (auto &ph : phases) {
+    std::vector<double> refs(8, 0.0);
+    refs[ph[0]] = refs[ph[1]] = 1.0;
+    unsigned moves = 0;
+    for (int i = 0; i < 10; i++) moves += plan.Step(refs);
+    EXPECT_EQ(1, plan.a[ph[0]].on_fast);
+    EXPECT_EQ(1, plan.a[ph[1]].on_fast);
+    EXPECT_EQ(2u, plan.OnFast());
+    EXPECT_LE(moves, 4u) << "two in, at most two out";
+  }
+}
+
+TEST(PlanRule, ArenasOfEqualHeatStayPut) {
+  Plan plan(4);
+  plan.p.budget = 2 * MiB;
+  unsigned moves = 0;
+  for (int i = 0; i < 40; i++)
+    moves += plan.Step({1.0 + 0.05 * (i % 2), 1.0, 1.0 + 0.05 * ((i + 1) % 2), 1.0});
+  EXPECT_LE(moves, 2u) << "the first two in, then hysteresis holds";
+}
+
+TEST(PlanRule, AnywhereArenasLeaveFirstAndTheBudgetIsKept) {
+  Plan plan(3);
+  plan.p.budget = 2 * MiB;
+  plan.a[0].on_fast = plan.a[1].on_fast = 1;
+  plan.a[1].anywhere = 1;
+  // Arena 2 becomes hot; 0 and 1 are equally cold: the ANYWHERE one leaves.
+  for (int i = 0; i < 4; i++) plan.Step({0, 0, 1});
+  EXPECT_EQ(1, plan.a[2].on_fast);
+  EXPECT_EQ(0, plan.a[1].on_fast);
+  EXPECT_EQ(1, plan.a[0].on_fast);
+  // The budget shrinks to 1 MiB: the colder of the two leaves.
+  plan.p.budget = 1 * MiB;
+  plan.Step({0, 0, 1});
+  EXPECT_EQ(1, plan.a[2].on_fast);
+  EXPECT_EQ(0, plan.a[0].on_fast);
+}
+
+TEST(PlanRule, AnArenaThatCannotMoveKeepsItsPlace) {
+  Plan plan(2);
+  plan.p.budget = 1 * MiB;
+  plan.a[0].on_fast = 1;
+  plan.a[0].movable = 0;  // just moved
+  for (int i = 0; i < 5; i++) EXPECT_EQ(0u, plan.Step({0, 1}));
+  EXPECT_EQ(1, plan.a[0].on_fast);
+  plan.a[0].movable = 1;
+  EXPECT_EQ(2u, plan.Step({0, 1}));
+  EXPECT_EQ(1, plan.a[1].on_fast);
+}
+
+}  // namespace
