@@ -114,7 +114,7 @@ struct sc_arena {
   /* Automatic placement (sicm_autoplace.h). */
   char name[SICM_ARENA_NAME_MAX]; /* under window_lock */
   int place_mode;               /* atomic: enum sicm_autoplace_mode */
-  uint64_t program_moves;       /* atomic: migrations the program asked for */
+  uint64_t program_moves;       /* atomic: migrations the program asked for (each pins) */
   sc_arena_usage usage;
   /* The kind's own data (arena_je.h, shared.h); records live as long as
    * the process, so it is storage here, not a pointer to free. */

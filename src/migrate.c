@@ -224,6 +224,9 @@ static sc_arena *migrate_prepare(sicm_arena sa, sicm_device *const *devs, unsign
 
 /* The program's move: the placer leaves the arena alone from now on. */
 static void migrate_by_program(sc_arena *a) {
+  int automatic = SICM_AUTOPLACE_AUTO;
+  __atomic_compare_exchange_n(&a->place_mode, &automatic, SICM_AUTOPLACE_PIN, 0, __ATOMIC_RELAXED,
+                              __ATOMIC_RELAXED);
   __atomic_fetch_add(&a->program_moves, 1, __ATOMIC_RELAXED);
 }
 

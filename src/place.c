@@ -214,12 +214,9 @@ static void place_interval(uint64_t elapsed_ns) {
       track_home(t, a, devs, ndevs);
     }
     uint64_t moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
-    if (moves != t->program_moves) {
+    if (moves != t->program_moves) { /* migrate.c pinned it */
       t->program_moves = moves;
-      if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) == SICM_AUTOPLACE_AUTO) {
-        __atomic_store_n(&a->place_mode, SICM_AUTOPLACE_PIN, __ATOMIC_RELAXED);
-        decision_keep(slot, a, -1, devs[0]->node, 0, NULL, "the program moved it: pinned");
-      }
+      decision_keep(slot, a, -1, devs[0]->node, 0, NULL, "the program moved it: pinned");
     }
     int fast = on_fast_tier(devs, ndevs);
     t->rate += alpha * ((double)s->referenced[slot] - t->rate);

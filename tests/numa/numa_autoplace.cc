@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// numa_autoplace.cc (runs in the multi-NUMA guest): the placer puts the
+// hot arenas on the fast node and the cold ones elsewhere, by itself —
+// checked with move_pages after every interval, phase after phase — and
+// leaves pinned arenas alone, and puts idle ANYWHERE arenas on capacity
+// memory.  Every node of the guest runs at one speed, so what is checked
+// is the decisions, not speed-ups.
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "numa_test.h"
+
+namespace {
+
+using sicm_test::PagesNotOn;
+
+constexpr int kFast = 2, kHome = 0, kCapacity = 3;
+constexpr size_t kArenaBytes = 16 << 20;
+constexpr unsigned kIntervalMs = 200;
+// Intervals after a phase change within which the placement must be right:
+// the new arenas' rates pass the old ones' (hysteresis included) in about
+// three intervals at a half-life of two, and the move pays in one or two.
+constexpr unsigned kSettleIntervals = 8;
+
+struct Arena {
+  sicm_arena handle;
+  char *data;
+};
+
+class Autoplace : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(0, sicm_init()) << sicm_error_detail();
+    if (sicm_device_of_node(kFast, 0) == nullptr || sicm_device_of_node(kCapacity, 0) == nullptr)
+      GTEST_SKIP() << "needs the 4-node guest";
+  }
+  void TearDown() override {
+    sicm_autoplace_stop();
+    for (Arena &a : arenas_) sicm_arena_destroy(a.handle);
+    EXPECT_EQ(0, sicm_fini()) << sicm_error_detail();
+  }
+  void MakeArenas(unsigned n, unsigned flags = 0) {
+    sicm_device *home = sicm_device_of_node(kHome, 0);
+    for (unsigned i = 0; i < n; i++) {
+      sicm_arena a = sicm_arena_create_devices(0, &home, 1, flags);
+      ASSERT_NE(nullptr, a) << sicm_error_detail();
+      char *p = (char *)sicm_arena_alloc(a, kArenaBytes);
+      ASSERT_NE(nullptr, p);
+      memset(p, 1, kArenaBytes);
+      ASSERT_EQ(0, sicm_arena_set_name(a, ("arena" + std::to_string(i)).c_str()));
+      arenas_.push_back({a, p});
+    }
+  }
+  void Start(size_t budget) {
+    sicm_autoplace_config c;
+    ASSERT_EQ(0, sicm_autoplace_config_init(&c));
+    c.ndevices = 1;
+    c.devices[0] = sicm_device_of_node(kFast, 0);
+    c.budget = budget;
+    c.interval_ms = kIntervalMs;
+    ASSERT_EQ(0, sicm_autoplace_start(&c)) << sicm_error_detail();
+  }
+  // One byte per page of each hot arena: the whole arena is referenced.
+  void Touch(const std::vector<unsigned> &hot) {
+    for (unsigned i : hot)
+      for (size_t off = 0; off < kArenaBytes; off += 4096) arenas_[i].data[off]++;
+  }
+  uint64_t Intervals() {
+    sicm_arena_rates r;
+    EXPECT_EQ(0, sicm_arena_get_rates(arenas_[0].handle, &r));
+    return r.intervals;
+  }
+  uint64_t Moves(unsigned i) {
+    sicm_arena_rates r;
+    EXPECT_EQ(0, sicm_arena_get_rates(arenas_[i].handle, &r));
+    return r.moves_in + r.moves_out;
+  }
+  // Census: the hot arenas wholly on the fast node, no page of the others.
+  bool Placed(const std::vector<unsigned> &hot, std::string *why) {
+    bool ok = true;
+    for (unsigned i = 0; i < arenas_.size(); i++) {
+      bool is_hot = std::find(hot.begin(), hot.end(), i) != hot.end();
+      std::vector<int> nodes = sicm_test::NodesOfPages(arenas_[i].data, kArenaBytes);
+      size_t on_fast = std::count(nodes.begin(), nodes.end(), kFast);
+      if (is_hot ? on_fast != nodes.size() : on_fast != 0) {
+        ok = false;
+        *why += "arena" + std::to_string(i) + (is_hot ? " (hot)" : " (cold)") + ": " +
+                std::to_string(on_fast) + " of " + std::to_string(nodes.size()) +
+                " pages on node 2; ";
+      }
+    }
+    return ok;
+  }
+  std::vector<Arena> arenas_;
+};
+
+// Eight arenas of 16 MiB, a budget for two, three phases each touching two
+// others: after each change the hot two reach node 2 within
+// kSettleIntervals and the rest are off it, and no arena moves more than
+// twice in a phase (in once, out once).
+TEST_F(Autoplace, TheHotArenasOfEachPhaseReachTheFastNode) {
+  MakeArenas(8);
+  ASSERT_NO_FATAL_FAILURE(Start(2 * kArenaBytes + (1 << 20)));
+  const std::vector<std::vector<unsigned>> phases = {{0, 1}, {5, 6}, {2, 7}};
+  for (size_t ph = 0; ph < phases.size(); ph++) {
+    const std::vector<unsigned> &hot = phases[ph];
+    std::vector<uint64_t> moves_before;
+    for (unsigned i = 0; i < arenas_.size(); i++) moves_before.push_back(Moves(i));
+    uint64_t start = Intervals(), settled = 0;
+    std::string why;
+    while (Intervals() < start + kSettleIntervals + 4) {
+      Touch(hot);
+      usleep(kIntervalMs * 1000 / 8);
+      why.clear();
+      if (!settled && Placed(hot, &why)) settled = Intervals() - start;
+    }
+    why.clear();
+    EXPECT_TRUE(Placed(hot, &why)) << "phase " << ph << " at its end: " << why;
+    EXPECT_GT(settled, 0u) << "phase " << ph << " never placed: " << why;
+    EXPECT_LE(settled, kSettleIntervals) << "phase " << ph;
+    printf("phase %zu: placed after %llu intervals\n", ph, (unsigned long long)settled);
+    for (unsigned i = 0; i < arenas_.size(); i++)
+      EXPECT_LE(Moves(i) - moves_before[i], 2u) << "arena" << i << " in phase " << ph;
+  }
+  // The report: one line of JSON with the decisions.
+  char path[] = "/tmp/sicm-autoplace-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  FILE *f = fdopen(fd, "w+");
+  ASSERT_EQ(0, sicm_stats_print(f, SICM_STATS_JSON));
+  rewind(f);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  fclose(f);
+  unlink(path);
+  EXPECT_EQ(1, std::count(text.begin(), text.end(), '\n'));
+  EXPECT_NE(std::string::npos, text.find("\"why\": \"hot: referenced")) << text.substr(0, 400);
+  EXPECT_NE(std::string::npos, text.find("\"name\": \"arena7\""));
+}
+
+// An arena the program moved itself is pinned: hot as it is, the placer
+// leaves it where the program put it.
+TEST_F(Autoplace, AnArenaTheProgramMovedStaysWhereItWasPut) {
+  MakeArenas(2);
+  ASSERT_NO_FATAL_FAILURE(Start(4 * kArenaBytes));
+  ASSERT_EQ(0, sicm_arena_set_device(arenas_[0].handle, sicm_device_of_node(1, 0)));
+  uint64_t start = Intervals();
+  while (Intervals() < start + 6) {
+    Touch({0, 1});
+    usleep(kIntervalMs * 1000 / 8);
+  }
+  EXPECT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, 1)) << "pinned on node 1";
+  EXPECT_EQ(0u, PagesNotOn(arenas_[1].data, kArenaBytes, kFast)) << "the other one is placed";
+  sicm_arena_rates r;
+  ASSERT_EQ(0, sicm_arena_get_rates(arenas_[0].handle, &r));
+  EXPECT_EQ(SICM_AUTOPLACE_PIN, r.mode);
+}
+
+// Arenas whose data is not in active use go to capacity memory; when one
+// of them becomes hot it reaches the fast node like any other.
+TEST_F(Autoplace, IdleAnywhereArenasLiveOnCapacityMemory) {
+  MakeArenas(3, SICM_ARENA_ANYWHERE);
+  ASSERT_NO_FATAL_FAILURE(Start(4 * kArenaBytes));
+  uint64_t start = Intervals();
+  while (Intervals() < start + kSettleIntervals) {
+    Touch({2});
+    usleep(kIntervalMs * 1000 / 8);
+  }
+  EXPECT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, kCapacity));
+  EXPECT_EQ(0u, PagesNotOn(arenas_[1].data, kArenaBytes, kCapacity));
+  EXPECT_EQ(0u, PagesNotOn(arenas_[2].data, kArenaBytes, kFast));
+}
+
+}  // namespace
