@@ -575,6 +575,13 @@ SICM_API int sicm_migration_poll(const sicm_migration *m);
  * EINVAL when m is NULL. */
 SICM_API int sicm_migration_cancel(sicm_migration *m);
 
+/* How far the migration is: *moved receives the bytes moved so far, and
+ * *to_move the arena's resident bytes when it started (0 until it has
+ * counted them; pages already on the target are counted but not moved,
+ * so *moved may stay below it).  Returns 0, or -1 with errno EINVAL when
+ * an argument is NULL. */
+SICM_API int sicm_migration_progress(const sicm_migration *m, size_t *moved, size_t *to_move);
+
 /* Wait for the migration to finish, fill `report` if not NULL, and free m.
  * Returns 0 if it succeeded, or -1 with its errno (ECANCELED when
  * cancelled); EINVAL when m is NULL. */

@@ -120,7 +120,7 @@ static void migrate_roll_back(sc_arena *a, const sc_binding *from, int huge) {
  * move while the binding still lets them fall back; then the binding is
  * made strict, and what fell back in between moves last. */
 static int move_to(sc_arena *a, const sc_binding *to, int guarded, int strict, int huge,
-                   const int *cancel, sicm_migration_report *report) {
+                   sc_move_watch *watch, sicm_migration_report *report) {
   sc_window windows[SC_WINDOWS_MAX];
   sc_binding during = *to;
   if (guarded && to->policy == MPOL_BIND)
@@ -134,14 +134,14 @@ static int move_to(sc_arena *a, const sc_binding *to, int guarded, int strict, i
   int rc = windows_bind(windows, n, &during);
   n = sc_window_snapshot(a, windows);
   if (rc == 0)
-    rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, cancel, report);
+    rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, watch, report);
   if (rc != 0 || !relaxed)
     return rc;
   unsigned long long now = nodes_foreign(to);
   if (now != foreign) {
     foreign = now;
     n = sc_window_snapshot(a, windows);
-    rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, cancel, report);
+    rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, watch, report);
   }
   if (rc == 0) {
     pthread_mutex_lock(&a->window_lock);
@@ -151,13 +151,13 @@ static int move_to(sc_arena *a, const sc_binding *to, int guarded, int strict, i
     rc = windows_bind(windows, n, to);
   }
   if (rc == 0 && nodes_foreign(to) != foreign)
-    rc = sc_pages_move(windows, n, to, strict, huge, a->ops->move_flag, cancel, report);
+    rc = sc_pages_move(windows, n, to, strict, huge, a->ops->move_flag, watch, report);
   return rc;
 }
 
 /* Moves the arena; a->migrate_lock held by the caller.  0, or -1 with
  * errno and detail, the arena rolled back; the report either way. */
-static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
+static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watch,
                           sicm_migration_report *report) {
   sc_window windows[SC_WINDOWS_MAX];
   uint64_t start = now_ns();
@@ -177,13 +177,17 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, const int *cancel,
   unsigned n = sc_window_snapshot(a, windows);
   /* Resident pages are committed ones: an arena with less committed than
    * the guarded minimum needs no count. */
-  long pages = strict && __atomic_load_n(&a->held, __ATOMIC_RELAXED) >= MOVE_GUARDED_MIN
+  long pages = (strict && __atomic_load_n(&a->held, __ATOMIC_RELAXED) >= MOVE_GUARDED_MIN) || watch
                    ? sc_windows_resident_pages(windows, n)
                    : 0;
   size_t resident = pages > 0 ? (size_t)pages * sc_page_size() : 0;
+  if (watch)
+    __atomic_store_n(&watch->to_move, resident, __ATOMIC_RELAXED);
+  if (!strict) /* counted for the watch alone: the guard is for strict targets */
+    resident = 0;
   int guarded = resident >= MOVE_GUARDED_MIN;
   int rc = guarded ? target_room_check(windows, n, resident, to) : 0;
-  int rolled = rc == 0 && move_to(a, to, guarded, strict, huge, cancel, report) != 0;
+  int rolled = rc == 0 && move_to(a, to, guarded, strict, huge, watch, report) != 0;
   if (rolled)
     rc = -1;
   int err = rc ? errno : 0;
@@ -291,7 +295,7 @@ struct sicm_migration {
   pthread_t thread;
   sc_arena *arena;
   sc_binding to;
-  int cancel;                      /* atomic */
+  sc_move_watch watch;
   int done;                        /* atomic */
   int error;                       /* errno of a failed migration, 0 */
   char detail[256];                /* its description, from the mover thread */
@@ -301,7 +305,7 @@ struct sicm_migration {
 static void *migration_thread(void *arg) {
   sicm_migration *m = arg;
   pthread_mutex_lock(&m->arena->migrate_lock);
-  if (migrate_locked(m->arena, &m->to, &m->cancel, &m->report) != 0) {
+  if (migrate_locked(m->arena, &m->to, &m->watch, &m->report) != 0) {
     m->error = errno;
     snprintf(m->detail, sizeof m->detail, "%s", sicm_error_detail());
   }
@@ -338,7 +342,15 @@ int sicm_migration_poll(const sicm_migration *m) {
 int sicm_migration_cancel(sicm_migration *m) {
   if (m == NULL)
     return sc_fail(EINVAL, "sicm_migration_cancel: NULL migration");
-  __atomic_store_n(&m->cancel, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&m->watch.cancel, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+int sicm_migration_progress(const sicm_migration *m, size_t *moved, size_t *to_move) {
+  if (m == NULL || moved == NULL || to_move == NULL)
+    return sc_fail(EINVAL, "sicm_migration_progress: NULL argument");
+  *to_move = __atomic_load_n(&m->watch.to_move, __ATOMIC_RELAXED);
+  *moved = __atomic_load_n(&m->watch.moved, __ATOMIC_RELAXED);
   return 0;
 }
 

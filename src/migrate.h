@@ -23,6 +23,13 @@ typedef struct sc_migrate_options {
   sc_move_method huge;          /* SICM_MIGRATE_HUGE */
 } sc_migrate_options;
 
+/* What the caller of a migration shares with it while it runs (atomic). */
+typedef struct sc_move_watch {
+  int cancel;                   /* set to stop it: it rolls back */
+  size_t moved;                 /* bytes moved so far */
+  size_t to_move;               /* resident bytes of the arena when it started */
+} sc_move_watch;
+
 /* ---- migrate.c ---- */
 /* Moves the arena as sicm_arena_set_devices() does, for the placer: the
  * move is not the program's, so the arena is not pinned.  Fills the
@@ -39,10 +46,11 @@ void sc_migrate_read_options(void);
 sc_migrate_options sc_migrate_options_get(void);
 /* Moves the resident pages of the windows' used parts to `to` (their
  * policy is the caller's); strict: a page left elsewhere is a failure;
- * huge: the arena is in huge pages.  Adds to the report; 0, or -1 with
- * errno and the cause. */
+ * huge: the arena is in huge pages; watch (NULL: none) cancels it and
+ * counts what moved.  Adds to the report; 0, or -1 with errno and the
+ * cause. */
 int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, int strict,
-                  int huge, int move_flag, const int *cancel, sicm_migration_report *report);
+                  int huge, int move_flag, sc_move_watch *watch, sicm_migration_report *report);
 /* Free bytes of the binding's nodes, as the kernel reports them now. */
 long long sc_binding_free(const sc_binding *b);
 

@@ -83,7 +83,7 @@ typedef struct move_job {
   unsigned nchunks;
   size_t chunk_pages_max;
   unsigned next;        /* atomic: next chunk to take */
-  const int *cancel;    /* atomic, may be NULL */
+  sc_move_watch *watch; /* may be NULL */
   int error;            /* atomic: errno of the first failure */
   size_t bytes_moved;   /* atomic */
   size_t pages_failed;  /* atomic */
@@ -97,6 +97,13 @@ typedef struct mover {
   char *low, *high;     /* counting: the span of those pages */
   size_t moved;         /* bytes moved in this chunk */
 } mover;
+
+/* Bytes the mover just moved: its chunk's count, and the watch's. */
+static void mover_moved(mover *m, size_t bytes) {
+  m->moved += bytes;
+  if (m->job->watch)
+    __atomic_fetch_add(&m->job->watch->moved, bytes, __ATOMIC_RELAXED);
+}
 
 static void job_fail(move_job *job, int err) {
   int none = 0;
@@ -190,7 +197,7 @@ static int batch_move(sc_page_list *l, void *ctx) {
     __atomic_fetch_add(&job->pages_failed, remaining, __ATOMIC_RELAXED);
     job_fail(job, call_error ? call_error : page_error(page_status ? page_status : -EBUSY));
   }
-  m->moved += (off_target - remaining) * page;
+  mover_moved(m, (off_target - remaining) * page);
   return 0;
 }
 
@@ -253,7 +260,7 @@ static void chunk_mbind(mover *m, sc_page_list *l, const chunk *c) {
     p = end;
   }
   if (rc == 0) {
-    m->moved += (size_t)off * sc_page_size();
+    mover_moved(m, (size_t)off * sc_page_size());
     return;
   }
   int err = errno;
@@ -264,7 +271,7 @@ static void chunk_mbind(mover *m, sc_page_list *l, const chunk *c) {
     __atomic_fetch_add(&job->pages_failed, (size_t)failed, __ATOMIC_RELAXED);
     job_fail(job, err);
   }
-  m->moved += (size_t)(off - failed) * sc_page_size();
+  mover_moved(m, (size_t)(off - failed) * sc_page_size());
 }
 
 static void *move_worker(void *arg) {
@@ -277,7 +284,7 @@ static void *move_worker(void *arg) {
     job_fail(job, ENOMEM);
   for (;;) {
     if (__atomic_load_n(&job->error, __ATOMIC_RELAXED) != 0 ||
-        (job->cancel && __atomic_load_n(job->cancel, __ATOMIC_RELAXED)))
+        (job->watch && __atomic_load_n(&job->watch->cancel, __ATOMIC_RELAXED)))
       break;
     unsigned i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
     if (i >= job->nchunks)
@@ -357,10 +364,10 @@ static int job_errno(const move_job *job) {
 }
 
 int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, int strict,
-                  int huge, int move_flag, const int *cancel, sicm_migration_report *report) {
+                  int huge, int move_flag, sc_move_watch *watch, sicm_migration_report *report) {
   move_job job = {.to = to, .strict = strict,
                   .method = __atomic_load_n(&env_huge_method, __ATOMIC_RELAXED),
-                  .move_flag = move_flag, .cancel = cancel, .nnodes = to->ndevices};
+                  .move_flag = move_flag, .watch = watch, .nnodes = to->ndevices};
   /* 4 KiB pages: one thread.  Parallel movers of 4 KiB pages gain nothing
    * (every unmap needs a TLB-shootdown IPI to the other mover's CPU), and
    * mbind holds the mmap lock for writing: more threads would only wait. */

@@ -317,3 +317,37 @@ TEST(PlanRule, AnArenaThatCannotMoveKeepsItsPlace) {
 }
 
 }  // namespace
+
+namespace {
+
+// A migration in the background says how far it is: what it has to move
+// once counted, never more moved than that.  (On one node nothing moves;
+// the guest's numa suites move pages.)
+TEST(MigrationProgress, CountsWhatItHasToMove) {
+  ASSERT_EQ(0, sicm_init());
+  sicm_device *dev = sicm_device_of_node(0, 0);
+  sicm_arena a = sicm_arena_create(0, dev);
+  ASSERT_NE(nullptr, a);
+  const size_t size = 32 << 20;
+  char *p = (char *)sicm_arena_alloc(a, size);
+  ASSERT_NE(nullptr, p);
+  memset(p, 1, size);
+  sicm_migration *m = sicm_arena_set_devices_async(a, &dev, 1, 0);
+  ASSERT_NE(nullptr, m) << sicm_error_detail();
+  size_t moved = 1, to_move = 0;
+  while (!sicm_migration_poll(m)) {
+    ASSERT_EQ(0, sicm_migration_progress(m, &moved, &to_move));
+    EXPECT_LE(moved, to_move);
+  }
+  ASSERT_EQ(0, sicm_migration_progress(m, &moved, &to_move));
+  EXPECT_GE(to_move, size);
+  EXPECT_LE(moved, to_move);
+  errno = 0;
+  EXPECT_EQ(-1, sicm_migration_progress(m, nullptr, &to_move));
+  EXPECT_EQ(EINVAL, errno);
+  EXPECT_EQ(0, sicm_migration_wait(m, nullptr)) << sicm_error_detail();
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+  EXPECT_EQ(0, sicm_fini());
+}
+
+}  // namespace
