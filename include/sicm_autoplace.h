@@ -101,7 +101,7 @@ typedef struct sicm_autoplace_config {
 } sicm_autoplace_config;
 
 /* Fills c with the defaults: the fast device by bandwidth, budget 0 (the
- * tier's free memory), reserve 64 MiB, interval 1000 ms, half-life 2
+ * tier's free memory), reserve 64 MiB, interval 1000 ms, half-life 1
  * intervals, every arena, placing.  Returns 0, or -1 with errno EINVAL (c
  * NULL) or EPERM (not initialized), or ENODEV (no device). */
 SICM_API int sicm_autoplace_config_init(sicm_autoplace_config *c);

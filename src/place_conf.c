@@ -7,7 +7,7 @@
  *   budget=SIZE           bytes of it the placer may fill (default: all)
  *   reserve=SIZE          bytes kept free there (default 64M)
  *   interval=TIME         10ms to 1h; a number alone is milliseconds
- *   halflife=N            intervals for a rate to halve (default 2)
+ *   halflife=N            intervals for a rate to halve (default 1)
  *   arenas=all|flagged    which arenas take part
  *   mode=place|monitor    monitor: measure only
  * SIZE is digits with an optional K, M, G or T (powers of 1024). */
@@ -32,7 +32,7 @@ int sicm_autoplace_config_init(sicm_autoplace_config *c) {
   c->devices[0] = fast;
   c->reserve = (size_t)64 << 20;
   c->interval_ms = 1000;
-  c->half_life = 2;
+  c->half_life = 1;
   c->arenas = SICM_AUTOPLACE_ALL;
   return 0;
 }

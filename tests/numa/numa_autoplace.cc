@@ -25,7 +25,7 @@ constexpr size_t kArenaBytes = 16 << 20;
 constexpr unsigned kIntervalMs = 200;
 // Intervals after a phase change within which the placement must be right:
 // the new arenas' rates pass the old ones' (hysteresis included) in about
-// three intervals at a half-life of two, and the move pays in one or two.
+// two intervals at the default half-life of one, and the move pays in one or two.
 constexpr unsigned kSettleIntervals = 8;
 
 struct Arena {
