@@ -146,6 +146,7 @@ typedef struct sc_placer_totals {
   int running, monitor_only;
   unsigned interval_ms;
   int fast_node;                /* first node of the fast tier */
+  uint64_t start_unix_ns;        /* when it started (CLOCK_REALTIME) */
   uint64_t budget, intervals, monitor_ns, moves, moves_failed;
 } sc_placer_totals;
 void sc_report_placer(const sc_placer_totals *t);

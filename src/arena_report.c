@@ -63,6 +63,7 @@ void sc_report_placer(const sc_placer_totals *t) {
   copy.monitor_only = t->monitor_only;
   copy.interval_ms = t->interval_ms;
   copy.fast_node = t->fast_node;
+  copy.start_unix_ns = t->start_unix_ns;
   copy.budget = __atomic_load_n(&t->budget, __ATOMIC_RELAXED);
   copy.intervals = __atomic_load_n(&t->intervals, __ATOMIC_RELAXED);
   copy.monitor_ns = __atomic_load_n(&t->monitor_ns, __ATOMIC_RELAXED);
@@ -78,11 +79,13 @@ static void placer_print(FILE *out, int json) {
   sc_placer_totals t = placer;
   uint64_t made = decisions_made, first = made > SC_DECISIONS_KEPT ? made - SC_DECISIONS_KEPT : 0;
   if (json) {
-    fprintf(out, ", \"placer\": {\"started\": %s, \"running\": %s, \"mode\": \"%s\", "
+    fprintf(out, ", \"placer\": {\"started\": %s, \"start_time\": %.6f, \"running\": %s, "
+                 "\"mode\": \"%s\", "
                  "\"fast_node\": %d, \"interval_ms\": %u, \"budget\": %llu, \"intervals\": %llu, "
                  "\"monitor_seconds\": %.6f, \"moves\": %llu, \"moves_refused\": %llu, "
                  "\"decisions_dropped\": %llu}, \"decisions\": [",
-            t.interval_ms ? "true" : "false", t.running ? "true" : "false",
+            t.interval_ms ? "true" : "false", (double)t.start_unix_ns / 1e9,
+            t.running ? "true" : "false",
             t.monitor_only ? "monitor" : "place", t.fast_node, t.interval_ms,
             (unsigned long long)t.budget, (unsigned long long)t.intervals, (double)t.monitor_ns / 1e9,
             (unsigned long long)t.moves, (unsigned long long)t.moves_failed,

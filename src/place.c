@@ -352,6 +352,7 @@ static int placer_start(const sicm_autoplace_config *c) {
   }
   placer.totals = (sc_placer_totals){.running = 1, .monitor_only = c->monitor_only,
                                      .interval_ms = c->interval_ms,
+                                     .start_unix_ns = clock_ns(CLOCK_REALTIME),
                                      .fast_node = placer.config.devices[0]->node};
   placer.stop = 0;
   if (pthread_create(&placer.thread, NULL, placer_main, NULL) != 0) {

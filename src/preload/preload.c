@@ -375,6 +375,8 @@ __attribute__((constructor)) static void pl_init(void) {
     pl_warn("libsicm did not start: ", sicm_error_detail());
   else
     ok = pl_config_load(text) == 0;
+  if (ok)
+    pl_sites_warm();
   pl_inside &= ~PL_INSIDE;
   if (!ok) {
     pl_warn("inactive: every allocation goes to the process allocator", "");

@@ -42,7 +42,17 @@ typedef struct pl_config {
   int stats_signal;     /* 0: none */
   char stats_path[256]; /* "": stderr; opened for appending when printing */
   char device_spec[64]; /* as given, for the report */
+  unsigned site_depth;  /* sites=: frames of the call stack that name a site; 0: off */
 } pl_config;
+
+/* With sites=N, each call site of large allocations — the hash of the
+ * N return addresses above the allocation function — gets an arena of its
+ * own on each tier, named after the hash and created with
+ * SICM_ARENA_AUTOPLACE, so that the placer (SICM_AUTOPLACE) moves the
+ * data of one site without its neighbours'.  Past PL_SITES_MAX sites, the
+ * tier's own arena takes the rest. */
+#define PL_SITE_DEPTH_MAX 16
+#define PL_SITES_MAX 256
 
 /* The process allocator: the next definitions after this library (its
  * malloc and free are in pl_fast). */
@@ -94,6 +104,8 @@ void pl_release(void *ptr);
 /* Resize a placed block in its own arena when its tier has room for the
  * growth; NULL (block unchanged) otherwise. */
 void *pl_resize(void *ptr, size_t size);
+/* Loads backtrace's unwinder when sites= is on (at load, outside malloc). */
+void pl_sites_warm(void);
 /* Write the statistics where pl_conf says; async-signal-safe unless
  * `with_residency` (which asks the kernel where the pages are). */
 void pl_stats_write(int with_residency);

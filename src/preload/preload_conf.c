@@ -3,7 +3,7 @@
  * libsicm-preload.so, read into pl_conf: the threshold, the chain of
  * devices (the chosen one, then where to spill), the budget, the reserve
  * and the statistics.  Grammar (README, "Unmodified programs"):
- *   key=value[;key=value]...   keys: min device spill budget reserve stats signal
+ *   key=value[;key=value]...   keys: min device spill budget reserve sites stats signal
  * Any error is reported once on stderr and leaves the preload inactive. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -207,18 +207,25 @@ int pl_config_load(const char *text) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0 && strcmp(value, "stderr") != 0)
         bad = snprintf(pl_conf.stats_path, sizeof pl_conf.stats_path, "%s", value) >=
               (int)sizeof pl_conf.stats_path;
+    } else if (strcmp(key, "sites") == 0) {
+      char *end;
+      long depth = strtol(value, &end, 10);
+      bad = !*value || *end || depth < 0 || depth > PL_SITE_DEPTH_MAX;
+      pl_conf.site_depth = bad ? 0 : (unsigned)depth;
     } else if (strcmp(key, "signal") == 0) {
       pl_conf.stats_signal = signal_parse(value);
       bad = pl_conf.stats_signal < 0;
     } else {
-      pl_warn("SICM_PRELOAD: unknown key (min, device, spill, budget, reserve, stats, signal): ",
+      pl_warn("SICM_PRELOAD: unknown key (min, device, spill, budget, reserve, sites, stats, "
+              "signal): ",
               key);
       return -1;
     }
     if (bad) {
       char what[160];
       snprintf(what, sizeof what, "%s=%s", key, value);
-      pl_warn("SICM_PRELOAD: bad value (sizes are like 4096, 64K, 1M, 2G): ", what);
+      pl_warn("SICM_PRELOAD: bad value (sizes are like 4096, 64K, 1M, 2G; sites is 0 to 16): ",
+              what);
       return -1;
     }
   }

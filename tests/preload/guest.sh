@@ -103,5 +103,16 @@ cat "$tmp/spill.stats"
 expect "sort prints the same with the budget" [ "$got" = "$want" ]
 expect "the buffer spilled to node 0" grep -q "node 0 dram: placed [1-9][0-9]* (.*), spilled here [1-9]" "$tmp/spill.stats"
 expect "its pages were on node 0" grep -Eq "when they were freed: node 0 [0-9.]+ MiB$" "$tmp/spill.stats"
+# A program that never heard of libsicm: each of its three allocation
+# sites gets an arena (sites=), and the placer (SICM_AUTOPLACE, a budget
+# for one buffer) moves the site whose buffer is hot to node 2, alone.
+echo "--- sites_check: sites=4, SICM_AUTOPLACE=fast=2,budget=24M,interval=200ms"
+SICM_AUTOPLACE="fast=2,budget=24M,interval=200ms" SICM_STATS="$tmp/sites.json" \
+  preloaded "device=node:0;min=1M;sites=4" "$b/tests/preload/sites_check" 6 >"$tmp/sites.out"
+cat "$tmp/sites.out"
+expect "the hot buffer's site is on node 2" grep -Eq "^field 2:409[67]$" "$tmp/sites.out"
+expect "the cold ones are not" sh -c "! grep -E '^(history|scratch) .* 2:' '$tmp/sites.out'"
+expect "the report names the sites and the decision" \
+  grep -q '"name": "site-.*"why": "hot: referenced' "$tmp/sites.json"
 rm -rf "$tmp"
 exit $failed

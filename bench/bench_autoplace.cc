@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// bench_autoplace.cc: how well the placer places, and what its monitor
+// costs.  Run in the 4-node guest by `make bench-autoplace`.
+//
+// Trace/<shape>: eight arenas of 16 MiB on node 0, a fast-tier budget of
+// two on node 2, the placer at a 200 ms interval.  A trace is a list of
+// steps, one interval each; in a step each arena has its pages touched in
+// a share given by the shape (an access is one touched page).  After the
+// touches of a step the fraction of each arena resident on node 2 is read
+// (sicm_arena_residency), and the step's accesses count as served fast in
+// that proportion.  The oracle knows every step beforehand and holds the
+// step's most accessed arenas that fit the budget, at no cost; its bytes
+// moved count every arena entering or leaving its set.  Counters: the
+// placer's share of accesses served fast, the oracle's, their ratio, and
+// the bytes each moved.
+//
+// Monitor/on:<0|1>/huge:<0|1>: a compute loop summing 1 GiB of arenas
+// (base pages, or transparent huge pages where the kernel gives them), with and
+// without the placer measuring (mode=monitor, 1 s interval), ten times
+// each in one run: the ratio of the medians is the monitor's cost.
+#include <benchmark/benchmark.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sicm.h"
+
+namespace {
+
+constexpr int kFast = 2;
+constexpr unsigned kArenas = 8, kIntervalMs = 200, kBudgetArenas = 2;
+constexpr size_t kArenaBytes = 16 << 20, kPage = 4096, kPages = kArenaBytes / kPage;
+
+// Share of each arena's pages touched in step s of a trace.
+using Shape = std::function<std::vector<double>(unsigned s)>;
+
+struct Trace {
+  const char *name;
+  unsigned steps;
+  Shape shape;
+};
+
+const Trace kTraces[] = {
+    // Three phases of 40 steps, two arenas hot in each, the rest nearly idle.
+    {"phased", 120,
+     [](unsigned s) {
+       static const unsigned hot[3][2] = {{0, 1}, {5, 6}, {2, 7}};
+       std::vector<double> v(kArenas, 0.01);
+       v[hot[s / 40][0]] = v[hot[s / 40][1]] = 1.0;
+       return v;
+     }},
+    // Always the same skew: arena i touches 1/2^i of its pages.
+    {"skewed", 60,
+     [](unsigned) {
+       std::vector<double> v(kArenas);
+       for (unsigned i = 0; i < kArenas; i++) v[i] = std::ldexp(1.0, -(int)i);
+       return v;
+     }},
+    // A hot pair that slides by one arena every 10 steps.
+    {"shifting", 80,
+     [](unsigned s) {
+       std::vector<double> v(kArenas, 0.01);
+       v[(s / 10) % kArenas] = v[(s / 10 + 1) % kArenas] = 1.0;
+       return v;
+     }},
+    // Every arena alike: any two are right, moving is waste.
+    {"equal", 60, [](unsigned) { return std::vector<double>(kArenas, 0.5); }},
+};
+
+void SleepUntil(const timespec &t) {
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nullptr) == EINTR) {
+  }
+}
+
+void TraceReplay(benchmark::State &state, const Trace *trace) {
+  sicm_device *home = sicm_device_of_node(0, 0), *fast = sicm_device_of_node(kFast, 0);
+  if (home == nullptr || fast == nullptr) {
+    state.SkipWithError("needs the 4-node guest (nodes 0 and 2)");
+    return;
+  }
+  for (auto _ : state) {
+    std::vector<sicm_arena> arenas;
+    std::vector<char *> data;
+    for (unsigned i = 0; i < kArenas; i++) {
+      arenas.push_back(sicm_arena_create(0, home));
+      data.push_back((char *)sicm_arena_alloc(arenas.back(), kArenaBytes));
+      if (data.back() == nullptr) {
+        state.SkipWithError("allocation failed");
+        return;
+      }
+      memset(data.back(), 1, kArenaBytes);
+    }
+    sicm_autoplace_config c;
+    sicm_autoplace_config_init(&c);
+    c.ndevices = 1;
+    c.devices[0] = fast;
+    c.budget = kBudgetArenas * kArenaBytes + (1 << 20);
+    c.interval_ms = kIntervalMs;
+    if (sicm_autoplace_start(&c) != 0) {
+      state.SkipWithError(sicm_error_detail());
+      return;
+    }
+    double served = 0, total = 0, oracle = 0, oracle_moved = 0;
+    std::vector<unsigned> oracle_set;
+    timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (unsigned s = 0; s < trace->steps; s++) {
+      std::vector<double> share = trace->shape(s);
+      for (unsigned i = 0; i < kArenas; i++) {
+        size_t touched = (size_t)(share[i] * kPages);
+        for (size_t p = 0; p < touched; p++) data[i][p * kPage]++;
+      }
+      for (unsigned i = 0; i < kArenas; i++) {
+        size_t bytes[8] = {0};
+        sicm_arena_residency(arenas[i], bytes, 8);
+        size_t resident = 0;
+        for (size_t b : bytes) resident += b;
+        double accesses = share[i] * kPages;
+        total += accesses;
+        served += resident ? accesses * (double)bytes[kFast] / (double)resident : 0;
+      }
+      std::vector<unsigned> order(kArenas);
+      for (unsigned i = 0; i < kArenas; i++) order[i] = i;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](unsigned a, unsigned b) { return share[a] > share[b]; });
+      std::vector<unsigned> set(order.begin(), order.begin() + kBudgetArenas);
+      // Ties keep what the oracle holds, so that "equal" costs it nothing.
+      if (std::all_of(set.begin(), set.end(), [&](unsigned i) { return share[i] == share[set[0]]; }) &&
+          oracle_set.size() == kBudgetArenas &&
+          std::all_of(oracle_set.begin(), oracle_set.end(),
+                      [&](unsigned i) { return share[i] == share[set[0]]; }))
+        set = oracle_set;
+      for (unsigned i : set) oracle += share[i] * kPages;
+      for (unsigned i : set)
+        oracle_moved += std::count(oracle_set.begin(), oracle_set.end(), i) ? 0 : kArenaBytes;
+      for (unsigned i : oracle_set)
+        oracle_moved += std::count(set.begin(), set.end(), i) ? 0 : kArenaBytes;
+      oracle_set = set;
+      next.tv_nsec += kIntervalMs * 1000000L;
+      next.tv_sec += next.tv_nsec / 1000000000L;
+      next.tv_nsec %= 1000000000L;
+      SleepUntil(next);
+    }
+    sicm_autoplace_stop();
+    double moved = 0;
+    for (sicm_arena a : arenas) {
+      sicm_arena_rates r;
+      sicm_arena_get_rates(a, &r);
+      moved += (double)(r.moves_in + r.moves_out) * kArenaBytes;
+      sicm_arena_destroy(a);
+    }
+    state.counters["placer_share"] = served / total;
+    state.counters["oracle_share"] = oracle / total;
+    state.counters["share_ratio"] = served / oracle;
+    state.counters["placer_MiB_moved"] = moved / (1 << 20);
+    state.counters["oracle_MiB_moved"] = oracle_moved / (1 << 20);
+  }
+}
+
+// Sums 1 GiB over arenas of 64 MiB, in base pages or transparent huge
+// pages; with the monitor measuring or not.
+void Monitor(benchmark::State &state) {
+  const bool on = state.range(0) != 0;
+  const unsigned flags = state.range(1) ? SICM_ARENA_HUGEPAGES : SICM_ARENA_NOHUGEPAGES;
+  sicm_device *home = sicm_device_of_node(sicm_node_self(), 0);
+  std::vector<sicm_arena> arenas;
+  std::vector<long *> data;
+  const size_t per = 64 << 20, total = (size_t)1 << 30;
+  for (size_t done = 0; done < total; done += per) {
+    arenas.push_back(sicm_arena_create_devices(0, &home, 1, flags));
+    data.push_back((long *)sicm_arena_alloc(arenas.back(), per));
+    if (data.back() == nullptr) {
+      state.SkipWithError("allocation failed");
+      return;
+    }
+    memset(data.back(), 1, per);
+  }
+  if (on) {
+    sicm_autoplace_config c;
+    sicm_autoplace_config_init(&c);
+    c.interval_ms = 1000;
+    c.monitor_only = 1;
+    if (sicm_autoplace_start(&c) != 0) {
+      state.SkipWithError(sicm_error_detail());
+      return;
+    }
+  }
+  long sum = 0;
+  for (auto _ : state) {
+    for (long *d : data)
+      for (size_t i = 0; i < per / sizeof(long); i += 8) sum += d[i];
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetBytesProcessed((int64_t)state.iterations() * (int64_t)total / 8);
+  if (on) sicm_autoplace_stop();
+  for (sicm_arena a : arenas) sicm_arena_destroy(a);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (sicm_init() != 0) {
+    fprintf(stderr, "sicm_init: %s\n", sicm_error_detail());
+    return 1;
+  }
+  for (const Trace &t : kTraces)
+    benchmark::RegisterBenchmark((std::string("Trace/") + t.name).c_str(), TraceReplay, &t)
+        ->Iterations(1)
+        ->Unit(benchmark::kSecond);
+  // Repeated, in an order that `make bench-autoplace` interleaves at
+  // random, so that drift of the machine falls on both alike.
+  benchmark::RegisterBenchmark("Monitor", Monitor)
+      ->ArgNames({"on", "huge"})
+      ->ArgsProduct({{0, 1}, {0, 1}})
+      ->MinTime(2)
+      ->Repetitions(10)
+      ->ReportAggregatesOnly(true)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return sicm_fini() == 0 ? 0 : 1;
+}
