@@ -232,10 +232,10 @@ static void place_interval(uint64_t elapsed_ns) {
       t->since_move++;
     if (t->retry_in)
       t->retry_in--;
-    if (fast)
-      on_fast_bytes += r->resident;
     if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO)
       continue;
+    if (fast) /* the placer's own share of the tier; pinned arenas' is not its room */
+      on_fast_bytes += r->resident;
     placer.plan[n] = (sc_plan_arena){.resident = r->resident, .referenced = r->referenced_last,
                                      .rate = t->rate, .on_fast = fast,
                                      .anywhere = (a->flags & SICM_ARENA_ANYWHERE) != 0,
