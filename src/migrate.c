@@ -195,7 +195,10 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watc
     char cause[256];
     snprintf(cause, sizeof cause, "%s", sicm_error_detail());
     migrate_roll_back(a, &from, huge);
-    sc_fail(err, "arena migration failed and was rolled back: %s (%zu pages failed)", cause,
+    char name[SICM_ARENA_NAME_MAX];
+    sc_arena_name_copy(a, name);
+    sc_fail(err, "migration of arena %u%s%s failed and was rolled back: %s (%zu pages failed)",
+            a->slot, name[0] ? " " : "", name, cause,
             report->pages_failed);
   }
   if (a->ops->move_end != NULL && a->ops->move_end(a, rc == 0) != 0 && rc == 0) {

@@ -158,6 +158,28 @@ TEST(AutoplaceConfig, ABadVariableStartsNothing) {
   EXPECT_EQ(0, sicm_fini());
 }
 
+// The variable started a placer: the API cannot start a second one, and
+// stopping it through the API works (or the kernel cannot measure, and
+// sicm_init said so on stderr).
+TEST(AutoplaceConfig, TheVariableAndTheApiDoNotBothRun) {
+  ScopedEnv env("SICM_AUTOPLACE", "interval=50ms,mode=monitor");
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(0, sicm_init());
+  std::string err = testing::internal::GetCapturedStderr();
+  if (!err.empty()) {
+    EXPECT_NE(std::string::npos, err.find("referenced")) << err;
+    EXPECT_EQ(0, sicm_fini());
+    GTEST_SKIP() << err;
+  }
+  sicm_autoplace_config c;
+  ASSERT_EQ(0, sicm_autoplace_config_init(&c));
+  errno = 0;
+  EXPECT_EQ(-1, sicm_autoplace_start(&c));
+  EXPECT_EQ(EBUSY, errno);
+  EXPECT_EQ(0, sicm_autoplace_stop());
+  EXPECT_EQ(0, sicm_fini());
+}
+
 // Either the kernel reports referenced pages and the monitor measures the
 // arena that is touched and not the one that is not, or the start fails
 // with ENOTSUP and says why.
