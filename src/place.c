@@ -264,9 +264,10 @@ static void place_interval(uint64_t elapsed_ns) {
       sc_plan_arena *p = &placer.plan[i];
       place_track *t = &placer.tracks[placer.plan_slot[i]];
       t->regret = p->regret;
-      if (pass == 0 && p->action == SC_PLAN_DEMOTE) {
-        place_move(placer.plan_slot[i], 0, p->wanted ? "the fast tier's budget shrank"
-                                                     : "colder than an arena that needs the room");
+      if (pass == 0 && (p->action == SC_PLAN_DEMOTE || p->action == SC_PLAN_SHED)) {
+        place_move(placer.plan_slot[i], 0, p->action == SC_PLAN_SHED
+                                               ? "the fast tier's budget shrank"
+                                               : "colder than an arena that needs the room");
       } else if (pass == 0 && p->action == SC_PLAN_STAY && p->anywhere && !p->on_fast &&
                  p->movable && !p->wanted && t->nhome == 1) {
         /* An ANYWHERE arena off the fast tier belongs in its cheapest home. */

@@ -25,7 +25,9 @@ int sc_monitor_check(void);
 int sc_monitor_sample(sc_monitor_bytes *out);
 
 /* ---- place_plan.c ---- */
-enum { SC_PLAN_STAY, SC_PLAN_PROMOTE, SC_PLAN_DEMOTE };
+/* DEMOTE: leaves the fast tier for a hotter arena's room; SHED: leaves it
+ * because the budget shrank below what the arenas there hold. */
+enum { SC_PLAN_STAY, SC_PLAN_PROMOTE, SC_PLAN_DEMOTE, SC_PLAN_SHED };
 /* One arena as the plan sees it.  The caller fills everything but
  * `action`; `regret` carries over from one interval to the next. */
 typedef struct sc_plan_arena {

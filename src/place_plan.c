@@ -86,7 +86,7 @@ unsigned sc_plan(sc_plan_arena *a, unsigned n, const sc_plan_params *p, unsigned
   for (unsigned k = n; k-- > 0 && used > p->budget;) {
     sc_plan_arena *x = &a[order[k]];
     if (x->on_fast && x->movable && !x->wanted) {
-      x->action = SC_PLAN_DEMOTE;
+      x->action = SC_PLAN_SHED;
       used -= x->resident;
     }
   }

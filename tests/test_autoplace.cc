@@ -258,7 +258,7 @@ struct Plan {
     unsigned moves = sc_plan(a.data(), (unsigned)a.size(), &p, order.data());
     for (auto &x : a) {
       if (x.action == SC_PLAN_PROMOTE) x.on_fast = 1;
-      if (x.action == SC_PLAN_DEMOTE) x.on_fast = 0;
+      if (x.action == SC_PLAN_DEMOTE || x.action == SC_PLAN_SHED) x.on_fast = 0;
     }
     return moves;
   }
@@ -319,9 +319,10 @@ TEST(PlanRule, AnywhereArenasLeaveFirstAndTheBudgetIsKept) {
   EXPECT_EQ(1, plan.a[2].on_fast);
   EXPECT_EQ(0, plan.a[1].on_fast);
   EXPECT_EQ(1, plan.a[0].on_fast);
-  // The budget shrinks to 1 MiB: the colder of the two leaves.
+  // The budget shrinks to 1 MiB: the colder of the two leaves, shed.
   plan.p.budget = 1 * MiB;
   plan.Step({0, 0, 1});
+  EXPECT_EQ(SC_PLAN_SHED, plan.a[0].action);
   EXPECT_EQ(1, plan.a[2].on_fast);
   EXPECT_EQ(0, plan.a[0].on_fast);
 }

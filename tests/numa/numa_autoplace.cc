@@ -43,6 +43,7 @@ class Autoplace : public ::testing::Test {
   void TearDown() override {
     sicm_autoplace_stop();
     for (Arena &a : arenas_) sicm_arena_destroy(a.handle);
+    if (hog_ != nullptr) sicm_arena_destroy(hog_);
     EXPECT_EQ(0, sicm_fini()) << sicm_error_detail();
   }
   void MakeArenas(unsigned n, unsigned flags = 0) {
@@ -98,6 +99,7 @@ class Autoplace : public ::testing::Test {
     return ok;
   }
   std::vector<Arena> arenas_;
+  sicm_arena hog_ = nullptr;
 };
 
 // Eight arenas of 16 MiB, a budget for two, three phases each touching two
@@ -177,6 +179,41 @@ TEST_F(Autoplace, IdleAnywhereArenasLiveOnCapacityMemory) {
   EXPECT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, kCapacity));
   EXPECT_EQ(0u, PagesNotOn(arenas_[1].data, kArenaBytes, kCapacity));
   EXPECT_EQ(0u, PagesNotOn(arenas_[2].data, kArenaBytes, kFast));
+}
+
+// The fast node fills up behind the placer's back (another arena of the
+// program, excluded from placement): the budget shrinks below what the
+// placer holds there, and it gives the room back before the node is full,
+// naming why.
+TEST_F(Autoplace, AFillingFastNodeIsGivenBackBeforeItIsFull) {
+  MakeArenas(1);
+  ASSERT_NO_FATAL_FAILURE(Start(0));
+  uint64_t start = Intervals();
+  while (Intervals() < start + kSettleIntervals && PagesNotOn(arenas_[0].data, kArenaBytes, kFast))
+    Touch({0}), usleep(kIntervalMs * 1000 / 8);
+  ASSERT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, kFast)) << "never promoted";
+  // Leave 32 MiB free on node 2: less than the placer's 64 MiB reserve.
+  sicm_device *fast = sicm_device_of_node(kFast, 0);
+  hog_ = sicm_arena_create(0, fast);
+  ASSERT_NE(nullptr, hog_);
+  ASSERT_EQ(0, sicm_arena_set_autoplace(hog_, SICM_AUTOPLACE_EXCLUDE));
+  size_t free_bytes = 0;
+  ASSERT_EQ(0, sicm_device_get_free_bytes(fast, &free_bytes));
+  ASSERT_GT(free_bytes, (size_t)(96 << 20));
+  char *h = (char *)sicm_arena_alloc(hog_, free_bytes - (32 << 20));
+  ASSERT_NE(nullptr, h);
+  memset(h, 1, free_bytes - (32 << 20));
+  start = Intervals();
+  while (Intervals() < start + kSettleIntervals && !PagesNotOn(arenas_[0].data, kArenaBytes, kFast))
+    Touch({0}), usleep(kIntervalMs * 1000 / 8);
+  EXPECT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, kHome)) << "given back to node 0";
+  char *text = nullptr;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  ASSERT_EQ(0, sicm_stats_print(f, SICM_STATS_JSON));
+  fclose(f);
+  EXPECT_NE(nullptr, strstr(text, "budget shrank")) << text;
+  free(text);
 }
 
 }  // namespace
