@@ -150,6 +150,9 @@ typedef struct sc_placer_totals {
   uint64_t budget, intervals, monitor_ns, moves, moves_failed;
 } sc_placer_totals;
 void sc_report_placer(const sc_placer_totals *t);
+/* Around fork(): the lock of the decisions (taken last, a leaf). */
+void sc_report_fork_lock(void);
+void sc_report_fork_unlock(int child);
 
 /* Adds a destroyed arena's migrations to the totals of the report. */
 void sc_report_arena_gone(const sc_arena *a);

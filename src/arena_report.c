@@ -51,6 +51,15 @@ static sc_decision decisions[SC_DECISIONS_KEPT];
 static uint64_t decisions_made; /* decisions[made % KEPT] is the next */
 static sc_placer_totals placer;
 
+void sc_report_fork_lock(void) { pthread_mutex_lock(&placer_lock); }
+
+void sc_report_fork_unlock(int child) {
+  if (child)
+    pthread_mutex_init(&placer_lock, NULL);
+  else
+    pthread_mutex_unlock(&placer_lock);
+}
+
 void sc_report_decision(const sc_decision *d) {
   pthread_mutex_lock(&placer_lock);
   decisions[decisions_made++ % SC_DECISIONS_KEPT] = *d;

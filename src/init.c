@@ -67,9 +67,11 @@ static void fork_prepare(void) {
   pthread_mutex_lock(&init_lock);
   sc_shared_fork_lock();
   sc_arenas_fork_lock();
+  sc_report_fork_lock();
 }
 
 static void fork_release(int child) {
+  sc_report_fork_unlock(child);
   sc_arenas_fork_unlock(child);
   sc_shared_fork_unlock();
   pthread_mutex_unlock(&init_lock);

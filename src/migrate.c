@@ -266,6 +266,10 @@ int sc_arena_move(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, unsig
   if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != sc_handle_generation(sa)) {
     *report = (sicm_migration_report){.error = ESTALE};
     rc = sc_fail(ESTALE, "the arena was destroyed");
+  } else if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO) {
+    /* The program moved it or took it out since the placer decided. */
+    *report = (sicm_migration_report){.error = EPERM};
+    rc = sc_fail(EPERM, "the arena is no longer the placer's to move");
   } else {
     rc = migrate_locked(a, &to, NULL, report);
   }

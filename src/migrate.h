@@ -34,7 +34,8 @@ typedef struct sc_move_watch {
 /* Moves the arena as sicm_arena_set_devices() does, for the placer: the
  * move is not the program's, so the arena is not pinned.  Fills the
  * report either way; 0, or -1 with errno (ESTALE when the arena was
- * destroyed meanwhile). */
+ * destroyed meanwhile, EPERM when it is no longer in AUTO mode: checked
+ * under the arena's migration lock, so a program's move always wins). */
 int sc_arena_move(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, unsigned flags,
                   sicm_migration_report *report);
 

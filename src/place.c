@@ -27,7 +27,7 @@ typedef struct place_track {
   uint64_t generation;          /* of the arena tracked; 0: none */
   unsigned nhome;
   unsigned home_flags;
-  sicm_device *home[8];         /* where it goes off the fast tier */
+  sicm_device *home[SICM_ARENA_DEVICES_MAX]; /* where it goes off the fast tier */
   uint64_t program_moves;       /* the arena's count when last seen */
   double rate;                  /* referenced bytes per interval, decaying */
   uint64_t regret;
@@ -84,8 +84,8 @@ static void track_home(place_track *t, sc_arena *a, sicm_device *const *devs, in
     for (unsigned i = 0; all != NULL && i < all->count; i++) {
       sicm_device *d = &all->devices[i];
       size_t free_bytes;
-      if (d->kind == SICM_KIND_CAPACITY && !d->huge && sicm_device_get_free_bytes(d, &free_bytes) == 0 &&
-          free_bytes > best_free) {
+      if (d->kind == SICM_KIND_CAPACITY && !d->huge && !sc_nodemask_has(&placer.fast_nodes, d->node) &&
+          sicm_device_get_free_bytes(d, &free_bytes) == 0 && free_bytes > best_free) {
         best_free = free_bytes;
         t->home[0] = d;
         t->nhome = 1;
@@ -96,7 +96,7 @@ static void track_home(place_track *t, sc_arena *a, sicm_device *const *devs, in
       return;
   }
   if (!on_fast_tier(devs, n)) {
-    for (int i = 0; i < n && i < 8; i++)
+    for (int i = 0; i < n; i++)
       t->home[t->nhome++] = devs[i];
     pthread_mutex_lock(&a->window_lock);
     t->home_flags = policy_flags(a->binding.policy);
@@ -153,8 +153,8 @@ static int place_move(unsigned slot, int promote, const char *why) {
   sicm_migration_report report;
   int rc = sc_arena_move(sa, to, nto, flags, &report);
   int err = rc ? errno : 0;
-  if (rc != 0 && err == ESTALE)
-    return -1; /* destroyed meanwhile: nothing to report */
+  if (rc != 0 && (err == ESTALE || err == EPERM))
+    return -1; /* destroyed, or taken by the program, meanwhile: not the placer's */
   t->since_move = 0;
   t->retry_in = rc ? RETRY_AFTER : 0;
   if (rc == 0 && promote)
@@ -227,6 +227,11 @@ static void place_interval(uint64_t elapsed_ns) {
     r->referenced_per_second = t->rate / seconds;
     *(fast ? &r->fast_ns : &r->slow_ns) += elapsed_ns;
     r->on_fast = fast;
+    /* Destroyed and replaced since: the new arena starts from zero. */
+    if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != generation) {
+      t->generation = 0;
+      continue;
+    }
     sc_arena_usage_store(a, r);
     if (t->since_move < MIN_STAY)
       t->since_move++;
@@ -259,15 +264,17 @@ static void place_interval(uint64_t elapsed_ns) {
   sc_plan_params params = {.budget = budget, .hysteresis = HYSTERESIS, .move_weight = MOVE_WEIGHT};
   sc_plan(placer.plan, n, &params, placer.order);
   char why[112];
+  int demotion_failed = 0; /* a promotion's room may depend on it: none this interval */
   for (int pass = 0; pass < 2; pass++)
     for (unsigned i = 0; i < n; i++) {
       sc_plan_arena *p = &placer.plan[i];
       place_track *t = &placer.tracks[placer.plan_slot[i]];
       t->regret = p->regret;
       if (pass == 0 && (p->action == SC_PLAN_DEMOTE || p->action == SC_PLAN_SHED)) {
-        place_move(placer.plan_slot[i], 0, p->action == SC_PLAN_SHED
-                                               ? "the fast tier's budget shrank"
-                                               : "colder than an arena that needs the room");
+        demotion_failed |= place_move(placer.plan_slot[i], 0, p->action == SC_PLAN_SHED
+                                                                  ? "the fast tier's budget shrank"
+                                                                  : "colder than an arena that needs "
+                                                                    "the room") != 0;
       } else if (pass == 0 && p->action == SC_PLAN_STAY && p->anywhere && !p->on_fast &&
                  p->movable && !p->wanted && t->nhome == 1) {
         /* An ANYWHERE arena off the fast tier belongs in its cheapest home. */
@@ -276,7 +283,7 @@ static void place_interval(uint64_t elapsed_ns) {
                                                    t->generation), devs, 1) > 0 &&
             devs[0] != t->home[0])
           place_move(placer.plan_slot[i], 0, "not in active use: to the cheapest memory");
-      } else if (pass == 1 && p->action == SC_PLAN_PROMOTE) {
+      } else if (pass == 1 && p->action == SC_PLAN_PROMOTE && !demotion_failed) {
         snprintf(why, sizeof why, "hot: referenced %llu bytes off the fast tier, the move costs %llu",
                  (unsigned long long)p->regret, (unsigned long long)p->cost);
         place_move(placer.plan_slot[i], 1, why);
@@ -425,4 +432,5 @@ void sc_place_fork_child(void) {
   pthread_cond_init(&placer.wake, NULL);
   placer.running = 0;
   placer.totals.running = 0;
+  sc_report_placer(&placer.totals);
 }

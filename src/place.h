@@ -62,7 +62,8 @@ int sc_place_config_parse(const char *text, sicm_autoplace_config *c);
 /* ---- place.c ---- */
 /* Starts the placer from SICM_AUTOPLACE (sicm_init, first reference). */
 void sc_place_setup(void);
-/* Stops the placer (the last sicm_fini, before arenas are released). */
+/* Stops the placer (the last sicm_fini, once no arena of the program is
+ * left and before the devices go). */
 void sc_place_before_fini(void);
 /* In a fork child: the placer's thread is the parent's. */
 void sc_place_fork_child(void);
