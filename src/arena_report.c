@@ -53,11 +53,10 @@ static sc_placer_totals placer;
 
 void sc_report_fork_lock(void) { pthread_mutex_lock(&placer_lock); }
 
+/* The forking thread holds the lock in the child too: it unlocks it there. */
 void sc_report_fork_unlock(int child) {
-  if (child)
-    pthread_mutex_init(&placer_lock, NULL);
-  else
-    pthread_mutex_unlock(&placer_lock);
+  (void)child;
+  pthread_mutex_unlock(&placer_lock);
 }
 
 void sc_report_decision(const sc_decision *d) {
