@@ -36,9 +36,11 @@ SICM_API int sicm_arena_get_name(sicm_arena sa, char *out, size_t size);
 /* What the monitor measured of one arena.  The monitor runs while the
  * placer runs (in any mode, sicm_autoplace_start()).  Each interval it
  * reads, per mapping of the process, the bytes whose pages were
- * referenced since the last interval (the page-table accessed bits that
- * /proc/self/clear_refs resets and /proc/self/smaps counts), then resets
- * them.  That is recency per page and interval, not a count of accesses:
+ * referenced since their accessed bits were cleared (/proc/self/smaps),
+ * then clears them again (madvise MADV_COLD) for a sample of each arena
+ * sized so that setting them again costs the program under 1/100 of the
+ * interval; referenced_last is the sample's share scaled to the arena.
+ * That is recency per page and interval, not a count of accesses:
  * a page read once and a page read a million times in one interval count
  * the same, so the rate is a decaying average over intervals.  The monitor
  * reads no arena data.  A shared arena is measured in each process that

@@ -148,6 +148,7 @@ typedef struct sc_placer_totals {
   int fast_node;                /* first node of the fast tier */
   uint64_t start_unix_ns;        /* when it started (CLOCK_REALTIME) */
   uint64_t budget, intervals, monitor_ns, moves, moves_failed;
+  unsigned sample_every;        /* its last sample: one chunk of 2 MiB in this many */
 } sc_placer_totals;
 void sc_report_placer(const sc_placer_totals *t);
 /* Around fork(): the lock of the decisions (taken last, a leaf). */

@@ -72,6 +72,7 @@ void sc_report_placer(const sc_placer_totals *t) {
   copy.interval_ms = t->interval_ms;
   copy.fast_node = t->fast_node;
   copy.start_unix_ns = t->start_unix_ns;
+  copy.sample_every = __atomic_load_n(&t->sample_every, __ATOMIC_RELAXED);
   copy.budget = __atomic_load_n(&t->budget, __ATOMIC_RELAXED);
   copy.intervals = __atomic_load_n(&t->intervals, __ATOMIC_RELAXED);
   copy.monitor_ns = __atomic_load_n(&t->monitor_ns, __ATOMIC_RELAXED);
@@ -90,20 +91,22 @@ static void placer_print(FILE *out, int json) {
     fprintf(out, ", \"placer\": {\"started\": %s, \"start_time\": %.6f, \"running\": %s, "
                  "\"mode\": \"%s\", "
                  "\"fast_node\": %d, \"interval_ms\": %u, \"budget\": %llu, \"intervals\": %llu, "
-                 "\"monitor_seconds\": %.6f, \"moves\": %llu, \"moves_refused\": %llu, "
+                 "\"monitor_seconds\": %.6f, \"sample_every\": %u, "
+                 "\"moves\": %llu, \"moves_refused\": %llu, "
                  "\"decisions_dropped\": %llu}, \"decisions\": [",
             t.interval_ms ? "true" : "false", (double)t.start_unix_ns / 1e9,
             t.running ? "true" : "false",
             t.monitor_only ? "monitor" : "place", t.fast_node, t.interval_ms,
             (unsigned long long)t.budget, (unsigned long long)t.intervals, (double)t.monitor_ns / 1e9,
-            (unsigned long long)t.moves, (unsigned long long)t.moves_failed,
-            (unsigned long long)first);
+            t.sample_every, (unsigned long long)t.moves,
+            (unsigned long long)t.moves_failed, (unsigned long long)first);
   } else if (t.interval_ms) {
     fprintf(out, "placer: %s, %s, fast node %d, interval %u ms, budget %llu; %llu intervals, "
-                 "monitor %.6f s; %llu moves, %llu refused\n",
+                 "monitor %.6f s, sampling 1 chunk in %u; "
+                 "%llu moves, %llu refused\n",
             t.running ? "running" : "stopped", t.monitor_only ? "monitor only" : "placing",
             t.fast_node, t.interval_ms, (unsigned long long)t.budget,
-            (unsigned long long)t.intervals, (double)t.monitor_ns / 1e9,
+            (unsigned long long)t.intervals, (double)t.monitor_ns / 1e9, t.sample_every,
             (unsigned long long)t.moves, (unsigned long long)t.moves_failed);
   }
   for (uint64_t i = first; i < made; i++) {

@@ -44,6 +44,7 @@ static struct {
   sicm_autoplace_config config;
   sc_nodemask fast_nodes;
   place_track *tracks;          /* SC_ARENA_SLOTS */
+  sc_monitor *monitor;
   sc_monitor_bytes *sample;
   sc_plan_arena *plan;          /* scratch, SC_ARENA_SLOTS each */
   unsigned *plan_slot, *order;
@@ -183,8 +184,9 @@ static int takes_part(const sc_arena *a) {
 static void place_interval(uint64_t elapsed_ns) {
   sc_monitor_bytes *s = placer.sample;
   uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
-  int measured = sc_monitor_sample(s) == 0;
+  int measured = sc_monitor_sample(placer.monitor, takes_part, s) == 0;
   __atomic_fetch_add(&placer.totals.monitor_ns, clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
+  __atomic_store_n(&placer.totals.sample_every, placer.monitor->every, __ATOMIC_RELAXED);
   __atomic_fetch_add(&placer.totals.intervals, 1, __ATOMIC_RELAXED);
   if (!measured)
     return;
@@ -293,7 +295,8 @@ static void place_interval(uint64_t elapsed_ns) {
 
 static void *placer_main(void *arg) {
   (void)arg;
-  sc_monitor_sample(placer.sample); /* the first interval counts from now */
+  /* The first interval counts from now. */
+  sc_monitor_sample(placer.monitor, takes_part, placer.sample);
   uint64_t last = clock_ns(CLOCK_MONOTONIC);
   pthread_mutex_lock(&placer.sleep_lock);
   while (!placer.stop) {
@@ -319,11 +322,13 @@ static void *placer_main(void *arg) {
 
 static void placer_free(void) {
   free(placer.tracks);
+  free(placer.monitor);
   free(placer.sample);
   free(placer.plan);
   free(placer.plan_slot);
   free(placer.order);
   placer.tracks = NULL;
+  placer.monitor = NULL;
   placer.sample = NULL;
   placer.plan = NULL;
   placer.plan_slot = placer.order = NULL;
@@ -333,8 +338,13 @@ static void placer_free(void) {
 static int placer_start(const sicm_autoplace_config *c) {
   if (placer.running)
     return sc_fail(EBUSY, "the placer already runs");
-  if (sc_monitor_check() != 0)
+  placer.monitor = malloc(sizeof *placer.monitor);
+  if (placer.monitor == NULL)
+    return sc_fail(ENOMEM, "out of memory for the placer");
+  if (sc_monitor_check(placer.monitor, c->interval_ms) != 0) {
+    placer_free();
     return -1;
+  }
   placer.config = *c;
   if (placer.config.ndevices == 0 && sicm_autoplace_config_init(&placer.config) == 0) {
     placer.config.budget = c->budget;
@@ -344,8 +354,10 @@ static int placer_start(const sicm_autoplace_config *c) {
     placer.config.arenas = c->arenas;
     placer.config.monitor_only = c->monitor_only;
   }
-  if (placer.config.ndevices == 0)
+  if (placer.config.ndevices == 0) {
+    placer_free();
     return -1;
+  }
   memset(&placer.fast_nodes, 0, sizeof placer.fast_nodes);
   for (unsigned i = 0; i < placer.config.ndevices; i++)
     sc_nodemask_add(&placer.fast_nodes, placer.config.devices[i]->node);
@@ -361,6 +373,7 @@ static int placer_start(const sicm_autoplace_config *c) {
   placer.totals = (sc_placer_totals){.running = 1, .monitor_only = c->monitor_only,
                                      .interval_ms = c->interval_ms,
                                      .start_unix_ns = clock_ns(CLOCK_REALTIME),
+                                     .sample_every = 1,
                                      .fast_node = placer.config.devices[0]->node};
   placer.stop = 0;
   if (pthread_create(&placer.thread, NULL, placer_main, NULL) != 0) {

@@ -12,17 +12,35 @@
 /* ---- place_monitor.c ---- */
 /* Bytes per arena slot, from one reading of /proc/self/smaps. */
 typedef struct sc_monitor_bytes {
-  uint64_t referenced[SC_ARENA_SLOTS]; /* referenced since the last clear */
+  uint64_t referenced[SC_ARENA_SLOTS]; /* referenced since the last clear (of the sample) */
   uint64_t resident[SC_ARENA_SLOTS];   /* Rss */
   uint64_t unattributed;               /* referenced bytes of mappings over several arenas */
 } sc_monitor_bytes;
+/* What the monitor keeps of an arena slot from the last clear. */
+typedef struct sc_monitor_slot {
+  uint64_t generation;          /* of the arena cleared; 0: none */
+  int whole;                    /* the whole process was cleared */
+  uint64_t sample;              /* resident bytes of its sample when cleared */
+  uint64_t stray;               /* its clear bytes outside the sample just after */
+} sc_monitor_slot;
+typedef struct sc_monitor {
+  unsigned interval_ms;
+  int refused;                  /* MADV_COLD unusable: the whole process, every interval */
+  unsigned every;               /* the last interval's sample: one chunk in this many */
+  uint64_t phase;
+  sc_monitor_slot slots[SC_ARENA_SLOTS];
+  sc_monitor_bytes after;       /* scratch: the reading after the clear */
+} sc_monitor;
+typedef int (*sc_monitor_takes_part)(const sc_arena *a);
 /* Checks that this kernel tells this process which of its pages were
- * referenced, on a probe mapping of its own; 0, or -1 with ENOTSUP (or
- * the errno of the step that failed) and the reason in words. */
-int sc_monitor_check(void);
-/* Reads every arena's referenced and resident bytes, then clears the
- * referenced bits of the whole process; 0, or -1 with errno. */
-int sc_monitor_sample(sc_monitor_bytes *out);
+ * referenced, on a probe mapping of its own; readies m for an interval of
+ * interval_ms.  0, or -1 with
+ * ENOTSUP (or the errno of the step that failed) and the reason in words. */
+int sc_monitor_check(sc_monitor *m, unsigned interval_ms);
+/* Reads every arena's referenced and resident bytes (referenced estimated
+ * from the sample cleared last time), then clears the next sample of each
+ * arena that takes part; 0, or -1 with errno. */
+int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monitor_bytes *out);
 
 /* ---- place_plan.c ---- */
 /* DEMOTE: leaves the fast tier for a hotter arena's room; SHED: leaves it

@@ -1,13 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* place_monitor.c: how hot each arena is, measured without touching its
- * data.  Linux keeps an accessed bit per page-table entry; writing 1 to
- * /proc/self/clear_refs clears those of every private page of the process,
- * and /proc/self/smaps then shows, per mapping, `Referenced:` — the bytes
- * whose pages were accessed since.  Arena windows are mappings of their
- * own (arena_window.c ends each with a page no access may reach, so two
- * arenas' windows never merge into one mapping), so each mapping's bytes
- * belong to the arena that owns its addresses.  Needs no privilege; the
- * cost is the kernel's walk of the page tables, twice per interval. */
+ * data.  Linux keeps an accessed bit per page-table entry;
+ * madvise(MADV_COLD) clears those of a range and drops their translations,
+ * so the next access sets the bit again, and /proc/self/smaps shows, per
+ * mapping, `Referenced:` — the bytes whose bits are set.  Arena windows are
+ * mappings of their own (arena_window.c ends each with a page no access may
+ * reach, so two arenas' windows never merge into one mapping), so each
+ * mapping's bytes belong to the arena that owns its addresses.  Needs no
+ * privilege.
+ *
+ * Sampling.  Each bit cleared costs the program a page walk that sets it
+ * again, and under some virtual machines that walk costs as much as a
+ * fault.  So each interval only a sample of each arena is cleared: every
+ * k-th chunk of 2 MiB (whole chunks, so no transparent huge page is split),
+ * from an offset that turns each interval, with k the smallest power of two
+ * that keeps the walks under COST_SHARE of the interval.  Pages outside the sample keep their bits, so a
+ * mapping's unreferenced bytes are the sample's untouched bytes plus
+ * "strays" (pages an earlier sample left clear that nothing touched since);
+ * a second reading right after the clear counts the strays.
+ *
+ * Where MADV_COLD is refused, or a shared arena takes part (it skips pages
+ * other processes map), the whole process is cleared through
+ * /proc/self/clear_refs instead, at the full cost. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -110,11 +124,161 @@ static void sample_add(void *ctx, uintptr_t start, uintptr_t end, int referenced
   (referenced ? s->referenced : s->resident)[a->slot] += kib << 10;
 }
 
-int sc_monitor_sample(sc_monitor_bytes *out) {
+/* ---- the sample ---- */
+
+enum {
+  CHUNK = 2 << 20,   /* a transparent huge page: cleared whole, never split */
+  EVERY_MAX = 64,    /* the sparsest sample: one chunk in this many */
+};
+/* The share of each interval the program may spend setting cleared bits
+ * again, at what one costs under nested paging, the dearest case measured
+ * (BENCHMARKS.md): no probe of a few pages can tell, because the cost
+ * grows with the working set. */
+static const double COST_SHARE = 1.0 / 100, RESET_NS = 200;
+
+/* The arena in slot if it is live and takes part, else NULL. */
+static sc_arena *taking_part(unsigned slot, sc_monitor_takes_part takes_part,
+                             uint64_t *generation) {
+  sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
+  *generation = a ? __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) : 0;
+  return *generation && takes_part(a) ? a : NULL;
+}
+
+/* The phase's bits reversed within the stride: consecutive intervals
+ * sample chunks far apart, so an arena touched only in its first part
+ * does not read hot for several intervals in a row. */
+static uint64_t spread(uint64_t phase, uint64_t stride) {
+  uint64_t out = 0;
+  for (uint64_t bit = 1; bit < stride; bit <<= 1, phase >>= 1)
+    out = out << 1 | (phase & 1);
+  return out < stride ? out : out % stride;
+}
+
+/* Calls fn(ctx, start, len) for each sampled chunk of the arena's windows
+ * (clipped to the window, its guard page excluded): chunks j of the
+ * arena's used ranges, counted across its windows, with j % stride ==
+ * spread(phase, stride), where stride is `every` or the arena's chunk
+ * count if smaller (then one chunk). */
+static void sample_chunks(const sc_arena *a, unsigned every, uint64_t phase,
+                          void (*fn)(void *, char *, size_t), void *ctx) {
+  unsigned nw = __atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE);
+  uint64_t nchunks = 0;
+  for (unsigned i = 0; i < nw; i++) {
+    uintptr_t lo = (uintptr_t)a->windows[i].base & ~(uintptr_t)(CHUNK - 1);
+    uintptr_t hi = (uintptr_t)a->windows[i].base + __atomic_load_n(&a->windows[i].used,
+                                                                   __ATOMIC_RELAXED);
+    if (hi > (uintptr_t)a->windows[i].base)
+      nchunks += (sc_round_up(hi, CHUNK) - lo) / CHUNK;
+  }
+  if (nchunks == 0)
+    return;
+  uint64_t stride = nchunks < every ? nchunks : every, pick = spread(phase, stride), j = 0;
+  for (unsigned i = 0; i < nw; i++) {
+    uintptr_t base = (uintptr_t)a->windows[i].base;
+    uintptr_t room = base + a->windows[i].size - sc_page_size();
+    uintptr_t hi = base + __atomic_load_n(&a->windows[i].used, __ATOMIC_RELAXED);
+    for (uintptr_t c = base & ~(uintptr_t)(CHUNK - 1); c < hi; c += CHUNK, j++) {
+      if (j % stride != pick)
+        continue;
+      uintptr_t from = c < base ? base : c, to = c + CHUNK < room ? c + CHUNK : room;
+      if (to > from)
+        fn(ctx, (char *)from, to - from);
+    }
+  }
+}
+
+typedef struct clear_ctx {
+  uint64_t resident;            /* bytes of the sample in memory */
+  int refused;                  /* MADV_COLD refused (EINVAL): clear the whole process */
+} clear_ctx;
+
+static void chunk_clear(void *ctx, char *p, size_t len) {
+  clear_ctx *c = ctx;
+  size_t page = sc_page_size();
+  unsigned char vec[CHUNK / 4096];
+  if (len / page <= sizeof vec && mincore(p, len, vec) == 0)
+    for (size_t i = 0; i < len / page; i++)
+      c->resident += (vec[i] & 1) * page;
+  /* ENOMEM: the window went with its arena meanwhile; nothing to clear. */
+  if (madvise(p, len, MADV_COLD) != 0 && errno == EINVAL)
+    c->refused = 1;
+}
+
+/* The bytes each arena referenced since its sample was cleared, scaled
+ * from the sample to the arena. */
+static void estimate(const sc_monitor *m, sc_monitor_bytes *out) {
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    const sc_monitor_slot *st = &m->slots[slot];
+    uint64_t resident = out->resident[slot], referenced = out->referenced[slot];
+    if (st->generation == 0 || st->whole)
+      continue; /* never sampled (all its pages read as new), or all of it cleared */
+    sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
+    if (a == NULL || __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != st->generation)
+      continue;
+    uint64_t old = resident > referenced ? resident - referenced : 0;
+    uint64_t untouched = old > st->stray ? old - st->stray : 0;
+    if (untouched > st->sample)
+      untouched = st->sample;
+    out->referenced[slot] =
+        st->sample ? (uint64_t)((double)(st->sample - untouched) / (double)st->sample *
+                                (double)resident)
+                   : 0;
+  }
+}
+
+int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monitor_bytes *out) {
   memset(out, 0, sizeof *out);
   if (smaps_read(sample_add, out) != 0)
     return -1;
-  return refs_clear();
+  estimate(m, out);
+  int whole = m->refused;
+  uint64_t hot = 0, generation;
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = taking_part(slot, takes_part, &generation);
+    if (a != NULL) {
+      hot += out->referenced[slot];
+      whole |= a->ops->pages_map != NULL; /* shared */
+    }
+  }
+  unsigned every = 1;
+  double budget_ns = COST_SHARE * (double)m->interval_ms * 1e6;
+  while (!whole && every < EVERY_MAX &&
+         (double)(hot / sc_page_size() / every) * RESET_NS > budget_ns)
+    every *= 2;
+  m->every = every;
+  if (whole && refs_clear() != 0)
+    return -1;
+  clear_ctx c = {0, 0};
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_monitor_slot *st = &m->slots[slot];
+    sc_arena *a = taking_part(slot, takes_part, &generation);
+    *st = (sc_monitor_slot){0};
+    if (a == NULL)
+      continue;
+    st->generation = generation;
+    st->whole = whole;
+    if (!whole) {
+      c.resident = 0;
+      sample_chunks(a, every, m->phase, chunk_clear, &c);
+      st->sample = c.resident;
+    }
+  }
+  m->phase++;
+  if (c.refused) /* from the next interval on; this one's estimate is off once */
+    m->refused = 1;
+  if (whole || every == 1)
+    return 0; /* every page of every arena was cleared: no strays */
+  sc_monitor_bytes *after = &m->after;
+  memset(after, 0, sizeof *after);
+  if (smaps_read(sample_add, after) != 0)
+    return -1;
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_monitor_slot *st = &m->slots[slot];
+    uint64_t resident = after->resident[slot], referenced = after->referenced[slot];
+    uint64_t old = resident > referenced ? resident - referenced : 0;
+    st->stray = old > st->sample ? old - st->sample : 0;
+  }
+  return 0;
 }
 
 /* ---- the probe ---- */
@@ -131,17 +295,51 @@ static void probe_add(void *ctx, uintptr_t start, uintptr_t end, int referenced,
     *(referenced ? &p->referenced : &p->resident) = kib << 10;
 }
 
-/* The probe: half its pages are touched before a clear and never after,
- * the other half first touched after it.  A kernel that reports referenced
+static int probe_clear(char *pages, size_t len, int cold) {
+  if (!cold)
+    return refs_clear();
+  if (madvise(pages, len, MADV_COLD) == 0)
+    return 0;
+  return sc_fail(errno == EINVAL ? ENOTSUP : errno, "madvise(MADV_COLD) failed: %s",
+                 strerror(errno));
+}
+
+/* Half the probe's pages are touched before a clear and never after, the
+ * other half first touched after it.  A kernel that reports referenced
  * pages and clears them shows exactly that second half.  (Pages touched
- * again after a clear would not do: some virtual machines, a KVM guest or
- * QEMU's TCG, let a CPU keep translations across the clear, and accesses
- * through them set no accessed bit, so a working set that fits the TLB
- * reads colder than it is for an interval; a page faulted in is always
- * referenced.) */
-int sc_monitor_check(void) {
-  enum { PAGES = 256 };
-  size_t page = sc_page_size(), half = PAGES / 2 * page;
+ * again after a clear would not do: /proc/self/clear_refs leaves
+ * translations in the TLB, and accesses through them set no bit.) */
+static int probe_check(char *pages, unsigned npages, int cold) {
+  size_t page = sc_page_size(), half = npages / 2 * page;
+  for (size_t i = 0; i < npages / 2; i++)
+    ((volatile char *)pages)[i * page] = 1;
+  probe p = {(uintptr_t)pages, 0, 0};
+  if (probe_clear(pages, npages * page, cold) != 0)
+    return -1;
+  for (size_t i = npages / 2; i < npages; i++)
+    ((volatile char *)pages)[i * page] = 2;
+  if (smaps_read(probe_add, &p) != 0)
+    return -1;
+  if (p.resident != npages * page)
+    return sc_fail(ENOTSUP, "the monitor's probe: /proc/self/smaps shows %llu of its %zu "
+                            "resident bytes", (unsigned long long)p.resident, npages * page);
+  if (p.referenced == 0)
+    return sc_fail(ENOTSUP, "this kernel does not report referenced pages to the process "
+                            "(/proc/self/smaps shows 0 referenced bytes for pages just written)");
+  if (p.referenced != half)
+    return sc_fail(ENOTSUP, "%s does not clear what /proc/self/smaps counts (%llu referenced "
+                            "bytes where %zu were touched since the clear)",
+                   cold ? "madvise(MADV_COLD)" : "/proc/self/clear_refs",
+                   (unsigned long long)p.referenced, half);
+  return 0;
+}
+
+int sc_monitor_check(sc_monitor *m, unsigned interval_ms) {
+  enum { PAGES = 512 };
+  size_t page = sc_page_size();
+  memset(m, 0, sizeof *m);
+  m->interval_ms = interval_ms;
+  m->every = 1;
   /* Guard pages on both sides: the probe is a mapping of its own. */
   char *map = mmap(NULL, (PAGES + 2) * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (map == MAP_FAILED)
@@ -153,25 +351,13 @@ int sc_monitor_check(void) {
     goto out;
   }
   madvise(pages, PAGES * page, MADV_NOHUGEPAGE);
-  for (size_t i = 0; i < PAGES / 2; i++)
-    ((volatile char *)pages)[i * page] = 1;
-  probe p = {(uintptr_t)pages, 0, 0};
-  if ((rc = refs_clear()) != 0)
-    goto out;
-  for (size_t i = PAGES / 2; i < PAGES; i++)
-    ((volatile char *)pages)[i * page] = 2;
-  if ((rc = smaps_read(probe_add, &p)) != 0)
-    goto out;
-  if (p.resident != PAGES * page)
-    rc = sc_fail(ENOTSUP, "the monitor's probe: /proc/self/smaps shows %llu of its %zu resident "
-                          "bytes", (unsigned long long)p.resident, PAGES * page);
-  else if (p.referenced == 0)
-    rc = sc_fail(ENOTSUP, "this kernel does not report referenced pages to the process "
-                          "(/proc/self/smaps shows 0 referenced bytes for pages just written)");
-  else if (p.referenced != half)
-    rc = sc_fail(ENOTSUP, "/proc/self/clear_refs does not clear what /proc/self/smaps counts "
-                          "(%llu referenced bytes where %zu were touched since the clear)",
-                 (unsigned long long)p.referenced, half);
+  /* MADV_COLD first: the whole-process clear would cost the program a
+   * walk of every page it touches next. */
+  if (probe_check(pages, PAGES, 1) != 0) {
+    m->refused = 1; /* no sampling: the whole process each interval */
+    madvise(pages, PAGES * page, MADV_DONTNEED); /* the halves start unfaulted again */
+    rc = probe_check(pages, PAGES, 0);
+  }
 out:
   munmap(map, (PAGES + 2) * page);
   return rc;
