@@ -9,6 +9,7 @@
 # program, in /proc/PID/numa_maps, and from the preload's statistics.
 set -u
 b=${SICM_TOP_BUILDDIR:?}
+src=${SICM_TOP_SRCDIR:-$b}
 lib=$b/src/preload/.libs/libsicm-preload.so
 if ldd "$b/src/.libs/libsicm.so" | grep -q 'libasan\|libtsan'; then
   echo "SKIP: sanitizer build (its runtime owns malloc)"
@@ -114,5 +115,15 @@ expect "the hot buffer's site is on node 2" grep -Eq "^field 2:409[67]$" "$tmp/s
 expect "the cold ones are not" sh -c "! grep -E '^(history|scratch) .* 2:' '$tmp/sites.out'"
 expect "the report names the sites and the decision" \
   grep -q '"name": "site-.*"why": "hot: referenced' "$tmp/sites.json"
+# The same with Debian's own python3: three buffers made by three
+# constructors are three call sites inside the interpreter.
+echo "--- python3 sites_check.py: sites=8, SICM_AUTOPLACE=fast=2,budget=24M,interval=200ms"
+SICM_AUTOPLACE="fast=2,budget=24M,interval=200ms" SICM_STATS="$tmp/python.json" \
+  preloaded "device=node:0;min=1M;sites=8" /usr/bin/python3 "$src/tests/preload/sites_check.py" 8 \
+  >"$tmp/python.out"
+cat "$tmp/python.out"
+expect "python's hot buffer's site is on node 2" grep -Eq "^field 2:409[67]$" "$tmp/python.out"
+expect "its cold ones are not" sh -c "! grep -E '^(history|scratch) .* 2:' '$tmp/python.out'"
+expect "the report has the decision" grep -q '"why": "hot: referenced' "$tmp/python.json"
 rm -rf "$tmp"
 exit $failed
