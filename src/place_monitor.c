@@ -133,8 +133,12 @@ enum {
 /* The share of each interval the program may spend setting cleared bits
  * again, at what one costs under nested paging, the dearest case measured
  * (BENCHMARKS.md): no probe of a few pages can tell, because the cost
- * grows with the working set. */
+ * grows with the working set.  Up to WHOLE_BYTES referenced, every chunk
+ * is cleared whatever the interval: a sample of so few chunks would misread
+ * arenas touched in part, and a phase change would double the hot bytes
+ * for one interval, thinning the sample just when it matters. */
 static const double COST_SHARE = 1.0 / 100, RESET_NS = 200;
+static const uint64_t WHOLE_BYTES = 64 << 20;
 
 /* The arena in slot if it is live and takes part, else NULL. */
 static sc_arena *taking_part(unsigned slot, sc_monitor_takes_part takes_part,
@@ -242,7 +246,7 @@ int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monito
   }
   unsigned every = 1;
   double budget_ns = COST_SHARE * (double)m->interval_ms * 1e6;
-  while (!whole && every < EVERY_MAX &&
+  while (!whole && every < EVERY_MAX && hot / every > WHOLE_BYTES &&
          (double)(hot / sc_page_size() / every) * RESET_NS > budget_ns)
     every *= 2;
   m->every = every;

@@ -224,7 +224,7 @@ TEST_F(Autoplace, RatesFollowTheArenaThatIsTouched) {
 // than half by what of its sample is touched again while the monitor reads
 // smaps just after the clear (design.md, "Automatic placement").
 TEST_F(Autoplace, SampledRatesTellHotFromHalfFromCold) {
-  const size_t size = 48 << 20;
+  const size_t size = 96 << 20; /* the hot one alone is over what is measured whole */
   sicm_arena hot = Make(), half = Make(), cold = Make();
   char *h = (char *)sicm_arena_alloc(hot, size), *f = (char *)sicm_arena_alloc(half, size),
        *c = (char *)sicm_arena_alloc(cold, size);
