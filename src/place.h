@@ -14,22 +14,25 @@
 typedef struct sc_monitor_bytes {
   uint64_t referenced[SC_ARENA_SLOTS]; /* referenced since the last clear (of the sample) */
   uint64_t resident[SC_ARENA_SLOTS];   /* Rss */
+  uint64_t huge[SC_ARENA_SLOTS];       /* AnonHugePages: transparent huge pages */
   uint64_t unattributed;               /* referenced bytes of mappings over several arenas */
 } sc_monitor_bytes;
 /* What the monitor keeps of an arena slot from the last clear. */
 typedef struct sc_monitor_slot {
   uint64_t generation;          /* of the arena cleared; 0: none */
   int whole;                    /* the whole process was cleared */
-  uint64_t sample;              /* resident bytes of its sample when cleared */
-  uint64_t stray;               /* its clear bytes outside the sample just after */
+  uintptr_t chunk;              /* the sample: chunks of this size, */
+  unsigned every;               /* one in `every`, */
+  uint64_t phase;               /* at this turn */
+  uint64_t sample;              /* resident bytes of the sample when cleared */
 } sc_monitor_slot;
 typedef struct sc_monitor {
   unsigned interval_ms;
   int refused;                  /* MADV_COLD unusable: the whole process, every interval */
+  int restores;                 /* MADV_POPULATE_READ makes pages read as referenced */
   unsigned every;               /* the last interval's sample: one chunk in this many */
   uint64_t phase;
   sc_monitor_slot slots[SC_ARENA_SLOTS];
-  sc_monitor_bytes after;       /* scratch: the reading after the clear */
 } sc_monitor;
 typedef int (*sc_monitor_takes_part)(const sc_arena *a);
 /* Checks that this kernel tells this process which of its pages were

@@ -12,15 +12,16 @@
  * Sampling.  Each bit cleared costs the program a page walk that sets it
  * again, and under some virtual machines that walk costs as much as a
  * fault.  So each interval only a sample of each arena is cleared: every
- * k-th chunk of 2 MiB (whole chunks, so no transparent huge page is split),
- * from an offset that turns each interval, with k the smallest power of two
- * that keeps the walks under COST_SHARE of the interval.  Pages outside the sample keep their bits, so a
- * mapping's unreferenced bytes are the sample's untouched bytes plus
- * "strays" (pages an earlier sample left clear that nothing touched since);
- * a second reading right after the clear counts the strays.
+ * k-th chunk (see CHUNK_BASE), from an offset that turns each interval,
+ * with k the smallest power of two that keeps the walks under COST_SHARE
+ * of the interval.  Its pages untouched since are then the arena's only
+ * unreferenced ones, once the previous sample's untouched pages read as
+ * referenced again: MADV_POPULATE_READ over its resident pages marks them
+ * accessed (the page flag smaps counts; no data is read, no bit set).
+ * Where that does not hold, every chunk is cleared each interval.
  *
- * Where MADV_COLD is refused, or a shared arena takes part (it skips pages
- * other processes map), the whole process is cleared through
+ * Where MADV_COLD is refused, or a shared arena takes part (MADV_COLD may
+ * skip pages other processes map), the whole process is cleared through
  * /proc/self/clear_refs instead, at the full cost. */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,10 +32,11 @@
 
 #include "place.h"
 
-/* Calls fn(ctx, start, end, field, kib) for every Rss or Referenced line
- * of /proc/self/smaps, with the range of the mapping it belongs to. */
-typedef void (*smaps_fn)(void *ctx, uintptr_t start, uintptr_t end, int referenced,
-                         uint64_t kib);
+/* The lines of /proc/self/smaps read. */
+enum { FIELD_RSS, FIELD_REFERENCED, FIELD_HUGE };
+/* Calls fn(ctx, start, end, field, kib) for every such line, with the
+ * range of the mapping it belongs to. */
+typedef void (*smaps_fn)(void *ctx, uintptr_t start, uintptr_t end, int field, uint64_t kib);
 
 static uint64_t field_kib(const char *p) {
   while (*p == ' ')
@@ -44,9 +46,11 @@ static uint64_t field_kib(const char *p) {
 
 static void smaps_line(char *line, uintptr_t *start, uintptr_t *end, smaps_fn fn, void *ctx) {
   if (strncmp(line, "Rss:", 4) == 0) {
-    fn(ctx, *start, *end, 0, field_kib(line + 4));
+    fn(ctx, *start, *end, FIELD_RSS, field_kib(line + 4));
   } else if (strncmp(line, "Referenced:", 11) == 0) {
-    fn(ctx, *start, *end, 1, field_kib(line + 11));
+    fn(ctx, *start, *end, FIELD_REFERENCED, field_kib(line + 11));
+  } else if (strncmp(line, "AnonHugePages:", 14) == 0) {
+    fn(ctx, *start, *end, FIELD_HUGE, field_kib(line + 14));
   } else if ((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f')) {
     char *dash;
     unsigned long long s = strtoull(line, &dash, 16);
@@ -109,7 +113,7 @@ static int refs_clear(void) {
   return n == 1 ? 0 : sc_fail(err, "writing /proc/self/clear_refs failed: %s", strerror(err));
 }
 
-static void sample_add(void *ctx, uintptr_t start, uintptr_t end, int referenced, uint64_t kib) {
+static void sample_add(void *ctx, uintptr_t start, uintptr_t end, int field, uint64_t kib) {
   sc_monitor_bytes *s = ctx;
   if (kib == 0)
     return;
@@ -117,17 +121,26 @@ static void sample_add(void *ctx, uintptr_t start, uintptr_t end, int referenced
   if (a == NULL)
     return;
   if (sc_window_owner((const void *)(end - 1)) != a) {
-    if (referenced)
+    if (field == FIELD_REFERENCED)
       s->unattributed += kib << 10;
     return;
   }
-  (referenced ? s->referenced : s->resident)[a->slot] += kib << 10;
+  uint64_t *to = field == FIELD_RSS ? s->resident : field == FIELD_REFERENCED ? s->referenced
+                                                                                : s->huge;
+  to[a->slot] += kib << 10;
 }
 
 /* ---- the sample ---- */
 
+/* The unit of the sample.  An arena with transparent huge pages is
+ * cleared by whole huge pages, which MADV_COLD would split otherwise.
+ * Others by 32 pages: the kernel drops the translations of a range of up
+ * to 33 pages one by one and flushes the whole TLB for more, which costs
+ * every page the program touches a walk again (dearest under QEMU's TCG,
+ * whose TLB holds them all; BENCHMARKS.md). */
 enum {
-  CHUNK = 2 << 20,   /* a transparent huge page: cleared whole, never split */
+  CHUNK_HUGE = 2 << 20,
+  CHUNK_BASE = 32 << 12,
   EVERY_MAX = 64,    /* the sparsest sample: one chunk in this many */
 };
 /* The share of each interval the program may spend setting cleared bits
@@ -163,16 +176,16 @@ static uint64_t spread(uint64_t phase, uint64_t stride) {
  * arena's used ranges, counted across its windows, with j % stride ==
  * spread(phase, stride), where stride is `every` or the arena's chunk
  * count if smaller (then one chunk). */
-static void sample_chunks(const sc_arena *a, unsigned every, uint64_t phase,
+static void sample_chunks(const sc_arena *a, uintptr_t chunk, unsigned every, uint64_t phase,
                           void (*fn)(void *, char *, size_t), void *ctx) {
   unsigned nw = __atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE);
   uint64_t nchunks = 0;
   for (unsigned i = 0; i < nw; i++) {
-    uintptr_t lo = (uintptr_t)a->windows[i].base & ~(uintptr_t)(CHUNK - 1);
+    uintptr_t lo = (uintptr_t)a->windows[i].base & ~(chunk - 1);
     uintptr_t hi = (uintptr_t)a->windows[i].base + __atomic_load_n(&a->windows[i].used,
                                                                    __ATOMIC_RELAXED);
     if (hi > (uintptr_t)a->windows[i].base)
-      nchunks += (sc_round_up(hi, CHUNK) - lo) / CHUNK;
+      nchunks += (sc_round_up(hi, chunk) - lo) / chunk;
   }
   if (nchunks == 0)
     return;
@@ -181,35 +194,67 @@ static void sample_chunks(const sc_arena *a, unsigned every, uint64_t phase,
     uintptr_t base = (uintptr_t)a->windows[i].base;
     uintptr_t room = base + a->windows[i].size - sc_page_size();
     uintptr_t hi = base + __atomic_load_n(&a->windows[i].used, __ATOMIC_RELAXED);
-    for (uintptr_t c = base & ~(uintptr_t)(CHUNK - 1); c < hi; c += CHUNK, j++) {
+    if (every == 1) { /* all of it: one call a window */
+      uintptr_t to = sc_round_up(hi, chunk) < room ? sc_round_up(hi, chunk) : room;
+      if (to > base)
+        fn(ctx, (char *)base, to - base);
+      continue;
+    }
+    for (uintptr_t c = base & ~(chunk - 1); c < hi; c += chunk, j++) {
       if (j % stride != pick)
         continue;
-      uintptr_t from = c < base ? base : c, to = c + CHUNK < room ? c + CHUNK : room;
+      uintptr_t from = c < base ? base : c, to = c + chunk < room ? c + chunk : room;
       if (to > from)
         fn(ctx, (char *)from, to - from);
     }
   }
 }
 
-typedef struct clear_ctx {
-  uint64_t resident;            /* bytes of the sample in memory */
-  int refused;                  /* MADV_COLD refused (EINVAL): clear the whole process */
-} clear_ctx;
-
 static void chunk_clear(void *ctx, char *p, size_t len) {
-  clear_ctx *c = ctx;
-  size_t page = sc_page_size();
-  unsigned char vec[CHUNK / 4096];
-  if (len / page <= sizeof vec && mincore(p, len, vec) == 0)
-    for (size_t i = 0; i < len / page; i++)
-      c->resident += (vec[i] & 1) * page;
   /* ENOMEM: the window went with its arena meanwhile; nothing to clear. */
   if (madvise(p, len, MADV_COLD) != 0 && errno == EINVAL)
-    c->refused = 1;
+    *(int *)ctx = 1; /* refused: clear the whole process */
 }
 
+/* Calls fn(ctx, start, len) for each run of resident pages of a range. */
+static void resident_runs(char *p, size_t len, void (*fn)(void *, char *, size_t), void *ctx) {
+  size_t page = sc_page_size();
+  unsigned char vec[CHUNK_HUGE / 4096];
+  for (size_t done = 0; done < len; done += sizeof vec * page) {
+    size_t part = len - done < sizeof vec * page ? len - done : sizeof vec * page;
+    size_t n = part / page, run = 0;
+    if (mincore(p + done, part, vec) != 0)
+      continue;
+    for (size_t i = 0; i <= n; i++) {
+      if (i < n && (vec[i] & 1)) {
+        run++;
+      } else if (run) {
+        fn(ctx, p + done + (i - run) * page, run * page);
+        run = 0;
+      }
+    }
+  }
+}
+
+static void add_bytes(void *ctx, char *p, size_t len) {
+  (void)p;
+  *(uint64_t *)ctx += len;
+}
+
+static void chunk_count(void *ctx, char *p, size_t len) { resident_runs(p, len, add_bytes, ctx); }
+
+/* Marks resident pages accessed, so that they read as referenced; never
+ * faults one in (mincore first): a read fault would map the zero page. */
+static void run_restore(void *ctx, char *p, size_t len) {
+  (void)ctx;
+  madvise(p, len, MADV_POPULATE_READ);
+}
+
+static void chunk_restore(void *ctx, char *p, size_t len) { resident_runs(p, len, run_restore, ctx); }
+
 /* The bytes each arena referenced since its sample was cleared, scaled
- * from the sample to the arena. */
+ * from the sample to the arena: its unreferenced bytes are the sample's
+ * untouched ones. */
 static void estimate(const sc_monitor *m, sc_monitor_bytes *out) {
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     const sc_monitor_slot *st = &m->slots[slot];
@@ -219,8 +264,7 @@ static void estimate(const sc_monitor *m, sc_monitor_bytes *out) {
     sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
     if (a == NULL || __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != st->generation)
       continue;
-    uint64_t old = resident > referenced ? resident - referenced : 0;
-    uint64_t untouched = old > st->stray ? old - st->stray : 0;
+    uint64_t untouched = resident > referenced ? resident - referenced : 0;
     if (untouched > st->sample)
       untouched = st->sample;
     out->referenced[slot] =
@@ -246,42 +290,42 @@ int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monito
   }
   unsigned every = 1;
   double budget_ns = COST_SHARE * (double)m->interval_ms * 1e6;
-  while (!whole && every < EVERY_MAX && hot / every > WHOLE_BYTES &&
+  while (!whole && m->restores && every < EVERY_MAX && hot / every > WHOLE_BYTES &&
          (double)(hot / sc_page_size() / every) * RESET_NS > budget_ns)
     every *= 2;
   m->every = every;
   if (whole && refs_clear() != 0)
     return -1;
-  clear_ctx c = {0, 0};
+  int refused = 0;
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     sc_monitor_slot *st = &m->slots[slot];
     sc_arena *a = taking_part(slot, takes_part, &generation);
+    /* The last sample's untouched pages read as referenced again, unless
+     * every chunk is cleared now anyway. */
+    if (a != NULL && generation == st->generation && st->every != 0 && every > 1)
+      sample_chunks(a, st->chunk, st->every, st->phase, chunk_restore, NULL);
     *st = (sc_monitor_slot){0};
     if (a == NULL)
       continue;
     st->generation = generation;
     st->whole = whole;
-    if (!whole) {
-      c.resident = 0;
-      sample_chunks(a, every, m->phase, chunk_clear, &c);
-      st->sample = c.resident;
+    if (whole) { /* what the next sample restores: all of it */
+      st->chunk = CHUNK_HUGE;
+      st->every = 1;
+      continue;
     }
+    st->chunk = out->huge[slot] ? CHUNK_HUGE : CHUNK_BASE;
+    st->every = every;
+    st->phase = m->phase;
+    sample_chunks(a, st->chunk, every, m->phase, chunk_clear, &refused);
+    if (every == 1)
+      st->sample = out->resident[slot]; /* all of it */
+    else
+      sample_chunks(a, st->chunk, every, m->phase, chunk_count, &st->sample);
   }
-  m->phase++;
-  if (c.refused) /* from the next interval on; this one's estimate is off once */
+  if (refused) /* from the next interval on; this one's estimate is off once */
     m->refused = 1;
-  if (whole || every == 1)
-    return 0; /* every page of every arena was cleared: no strays */
-  sc_monitor_bytes *after = &m->after;
-  memset(after, 0, sizeof *after);
-  if (smaps_read(sample_add, after) != 0)
-    return -1;
-  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
-    sc_monitor_slot *st = &m->slots[slot];
-    uint64_t resident = after->resident[slot], referenced = after->referenced[slot];
-    uint64_t old = resident > referenced ? resident - referenced : 0;
-    st->stray = old > st->sample ? old - st->sample : 0;
-  }
+  m->phase++;
   return 0;
 }
 
@@ -292,11 +336,11 @@ typedef struct probe {
   uint64_t referenced, resident;
 } probe;
 
-static void probe_add(void *ctx, uintptr_t start, uintptr_t end, int referenced, uint64_t kib) {
+static void probe_add(void *ctx, uintptr_t start, uintptr_t end, int field, uint64_t kib) {
   (void)end;
   probe *p = ctx;
-  if (start == p->start)
-    *(referenced ? &p->referenced : &p->resident) = kib << 10;
+  if (start == p->start && field != FIELD_HUGE)
+    *(field == FIELD_REFERENCED ? &p->referenced : &p->resident) = kib << 10;
 }
 
 static int probe_clear(char *pages, size_t len, int cold) {
@@ -338,6 +382,18 @@ static int probe_check(char *pages, unsigned npages, int cold) {
   return 0;
 }
 
+/* 1 when marking the probe's cleared pages accessed makes them read as
+ * referenced (not so where the kernel counts accesses otherwise, as under
+ * the multi-generational LRU). */
+static int probe_restore(char *pages, unsigned npages) {
+  size_t len = npages * sc_page_size();
+  probe p = {(uintptr_t)pages, 0, 0};
+  if (madvise(pages, len, MADV_COLD) != 0 || madvise(pages, len, MADV_POPULATE_READ) != 0 ||
+      smaps_read(probe_add, &p) != 0)
+    return 0;
+  return p.referenced == len && p.resident == len;
+}
+
 int sc_monitor_check(sc_monitor *m, unsigned interval_ms) {
   enum { PAGES = 512 };
   size_t page = sc_page_size();
@@ -361,6 +417,8 @@ int sc_monitor_check(sc_monitor *m, unsigned interval_ms) {
     m->refused = 1; /* no sampling: the whole process each interval */
     madvise(pages, PAGES * page, MADV_DONTNEED); /* the halves start unfaulted again */
     rc = probe_check(pages, PAGES, 0);
+  } else {
+    m->restores = probe_restore(pages, PAGES);
   }
 out:
   munmap(map, (PAGES + 2) * page);

@@ -44,6 +44,19 @@ class Autoplace : public ::testing::Test {
   std::vector<sicm_arena> arenas_;
 };
 
+// What sicm_stats_print() writes.
+std::string StatsText() {
+  char *text = nullptr;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  if (out == nullptr) return "";
+  sicm_stats_print(out, 0);
+  fclose(out);
+  std::string report(text, len);
+  free(text);
+  return report;
+}
+
 TEST_F(Autoplace, NamesAreKeptCheckedAndCleared) {
   sicm_arena a = Make();
   char name[SICM_ARENA_NAME_MAX];
@@ -220,9 +233,7 @@ TEST_F(Autoplace, RatesFollowTheArenaThatIsTouched) {
 
 // Arenas too large to clear whole each interval: the monitor clears a
 // sample of their chunks, and the estimate still tells hot, half-hot and
-// cold apart.  The half-hot arena's first half is touched; it reads colder
-// than half by what of its sample is touched again while the monitor reads
-// smaps just after the clear (design.md, "Automatic placement").
+// cold apart.  The half-hot arena's first half is touched.
 TEST_F(Autoplace, SampledRatesTellHotFromHalfFromCold) {
   const size_t size = 96 << 20; /* the hot one alone is over what is measured whole */
   sicm_arena hot = Make(), half = Make(), cold = Make();
@@ -249,14 +260,7 @@ TEST_F(Autoplace, SampledRatesTellHotFromHalfFromCold) {
   ASSERT_GE(rh.intervals, 12u);
   ASSERT_EQ(0, sicm_arena_get_rates(half, &rf));
   ASSERT_EQ(0, sicm_arena_get_rates(cold, &rc));
-  char *text = nullptr;
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  ASSERT_NE(nullptr, out);
-  ASSERT_EQ(0, sicm_stats_print(out, 0));
-  fclose(out);
-  std::string report(text, len);
-  free(text);
+  std::string report = StatsText();
   EXPECT_EQ(0, sicm_autoplace_stop());
   size_t at = report.find("sampling 1 chunk in ");
   ASSERT_NE(std::string::npos, at) << report;
@@ -266,8 +270,8 @@ TEST_F(Autoplace, SampledRatesTellHotFromHalfFromCold) {
     return r.referenced_per_second * cfg.interval_ms / 1000 / (double)r.resident;
   };
   EXPECT_GT(share(rh), 0.7) << "touched all over, every interval";
-  EXPECT_GT(share(rf), 0.1) << "half touched";
-  EXPECT_LT(share(rf), 0.8) << "half touched";
+  EXPECT_GT(share(rf), 0.4) << "half touched";
+  EXPECT_LT(share(rf), 0.6) << "half touched";
   EXPECT_LT(share(rc), 0.05) << "never touched after the start";
 
 }
