@@ -297,14 +297,14 @@ static void *placer_main(void *arg) {
   (void)arg;
   /* The first interval counts from now. */
   sc_monitor_sample(placer.monitor, takes_part, placer.sample);
-  uint64_t last = clock_ns(CLOCK_MONOTONIC);
+  uint64_t last = clock_ns(CLOCK_MONOTONIC), interval_ns = placer.config.interval_ms * 1000000ull;
+  /* Intervals start at a fixed rate, the time measuring and moving take
+   * included; one that overran starts the next at once, never a burst. */
+  uint64_t next = clock_ns(CLOCK_REALTIME) + interval_ns;
   pthread_mutex_lock(&placer.sleep_lock);
   while (!placer.stop) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)placer.config.interval_ms * 1000000u;
-    until.tv_sec += (time_t)(ns / 1000000000u);
-    until.tv_nsec = (long)(ns % 1000000000u);
+    struct timespec until = {.tv_sec = (time_t)(next / 1000000000u),
+                             .tv_nsec = (long)(next % 1000000000u)};
     while (!placer.stop && pthread_cond_timedwait(&placer.wake, &placer.sleep_lock, &until) == 0) {
     }
     if (placer.stop)
@@ -314,6 +314,8 @@ static void *placer_main(void *arg) {
     place_interval(now - last);
     last = now;
     sc_report_placer(&placer.totals);
+    uint64_t real = clock_ns(CLOCK_REALTIME);
+    next = next + interval_ns > real ? next + interval_ns : real;
     pthread_mutex_lock(&placer.sleep_lock);
   }
   pthread_mutex_unlock(&placer.sleep_lock);
