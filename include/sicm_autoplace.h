@@ -44,7 +44,11 @@ SICM_API int sicm_arena_get_name(sicm_arena sa, char *out, size_t size);
  * a page read once and a page read a million times in one interval count
  * the same, so the rate is a decaying average over intervals.  The monitor
  * reads no arena data.  A shared arena is measured in each process that
- * attaches it, for that process's own accesses. */
+ * attaches it and runs a placer, for that process's own accesses; each
+ * publishes its figure in the arena, and referenced_last is the sum over
+ * the processes whose figures are fresh.  One of them places the arena:
+ * the first whose placer (not in monitor mode) claims it, until its
+ * figures go stale (it stopped, detached or died). */
 typedef struct sicm_arena_rates {
   uint64_t intervals;          /* intervals measured since the arena took part */
   uint64_t referenced_last;    /* bytes referenced in the last interval */

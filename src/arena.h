@@ -86,6 +86,12 @@ typedef struct sc_arena_ops {
   int (*move_begin)(sc_arena *a);
   int (*move_end)(sc_arena *a, int moved);
   int move_flag;
+  /* Automatic placement of an arena other processes share (shared.h,
+   * shared_place.c), or NULL: the sum of every process's rate, who
+   * places it, and giving both up. */
+  uint64_t (*rate_share)(sc_arena *a, uint64_t per_second, unsigned interval_ms);
+  int (*placer_claim)(sc_arena *a);
+  void (*place_release)(sc_arena *a);
 } sc_arena_ops;
 
 struct sc_arena {

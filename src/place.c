@@ -32,6 +32,7 @@ typedef struct place_track {
   double rate;                  /* referenced bytes per interval, decaying */
   uint64_t regret;
   unsigned since_move, retry_in;
+  int placed_elsewhere;         /* shared, and another process places it */
   sicm_arena_rates rates;
 } place_track;
 
@@ -180,6 +181,18 @@ static int takes_part(const sc_arena *a) {
   return placer.config.arenas == SICM_AUTOPLACE_ALL || (a->flags & SICM_ARENA_AUTOPLACE) != 0;
 }
 
+/* Holds a's migrate_lock while a is still the arena of `generation`, so
+ * that a shared arena's segment stays mapped (destroy ends an arena under
+ * that lock); 0, lock not held, when it went or a migration holds it. */
+static int shared_enter(sc_arena *a, uint64_t generation) {
+  if (pthread_mutex_trylock(&a->migrate_lock) != 0)
+    return 0;
+  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == generation)
+    return 1;
+  pthread_mutex_unlock(&a->migrate_lock);
+  return 0;
+}
+
 /* One interval: measure, update, plan, move. */
 static void place_interval(uint64_t elapsed_ns) {
   sc_monitor_bytes *s = placer.sample;
@@ -221,10 +234,18 @@ static void place_interval(uint64_t elapsed_ns) {
       decision_keep(slot, a, -1, devs[0]->node, 0, NULL, "the program moved it: pinned");
     }
     int fast = on_fast_tier(devs, ndevs);
-    t->rate += alpha * ((double)s->referenced[slot] - t->rate);
+    uint64_t referenced = s->referenced[slot];
+    if (a->ops->rate_share != NULL && shared_enter(a, generation)) {
+      /* Every process's accesses, summed. */
+      uint64_t sum = a->ops->rate_share(a, (uint64_t)((double)referenced / seconds),
+                                        placer.config.interval_ms);
+      pthread_mutex_unlock(&a->migrate_lock);
+      referenced = (uint64_t)((double)sum * seconds);
+    }
+    t->rate += alpha * ((double)referenced - t->rate);
     sicm_arena_rates *r = &t->rates;
     r->intervals++;
-    r->referenced_last = s->referenced[slot];
+    r->referenced_last = referenced;
     r->resident = s->resident[slot];
     r->referenced_per_second = t->rate / seconds;
     *(fast ? &r->fast_ns : &r->slow_ns) += elapsed_ns;
@@ -241,6 +262,19 @@ static void place_interval(uint64_t elapsed_ns) {
       t->retry_in--;
     if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO)
       continue;
+    if (a->ops->placer_claim != NULL && !placer.config.monitor_only) {
+      int mine = shared_enter(a, generation);
+      if (mine) {
+        mine = a->ops->placer_claim(a);
+        pthread_mutex_unlock(&a->migrate_lock);
+      }
+      if (!mine && !t->placed_elsewhere)
+        decision_keep(slot, a, -1, devs[0]->node, 0, NULL,
+                      "shared: another process's placer places it");
+      t->placed_elsewhere = !mine;
+      if (!mine)
+        continue;
+    }
     if (fast) /* the placer's own share of the tier; pinned arenas' is not its room */
       on_fast_bytes += r->resident;
     placer.plan[n] = (sc_plan_arena){.resident = r->resident, .referenced = r->referenced_last,
@@ -398,6 +432,20 @@ int sicm_autoplace_start(const sicm_autoplace_config *c) {
   return rc;
 }
 
+/* Gives up what the placer published or claimed in shared arenas. */
+static void place_release_all(void) {
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
+    uint64_t generation = placer.tracks[slot].generation;
+    if (a == NULL || generation == 0 || a->ops->place_release == NULL)
+      continue;
+    pthread_mutex_lock(&a->migrate_lock);
+    if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == generation)
+      a->ops->place_release(a);
+    pthread_mutex_unlock(&a->migrate_lock);
+  }
+}
+
 static int placer_stop(void) {
   pthread_mutex_lock(&placer.lock);
   if (!placer.running) {
@@ -409,6 +457,7 @@ static int placer_stop(void) {
   pthread_cond_signal(&placer.wake);
   pthread_mutex_unlock(&placer.sleep_lock);
   pthread_join(placer.thread, NULL);
+  place_release_all();
   placer.running = 0;
   placer.totals.running = 0;
   sc_report_placer(&placer.totals);

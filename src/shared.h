@@ -58,6 +58,15 @@ typedef struct sc_shm_mutex {
   uint64_t holder_ns;   /* inode of the holder's pid namespace */
 } sc_shm_mutex;
 
+/* One process's share of a segment's accesses (shared_place.c). */
+#define SC_SHM_RATES 64u
+typedef struct sc_shm_rate {
+  uint64_t owner;       /* pid | start time << 22 of the publisher; 0: free */
+  uint64_t per_second;  /* bytes it referenced per second in its last interval */
+  uint64_t stamp_ns;    /* when it published (CLOCK_MONOTONIC, one clock per host) */
+  uint64_t interval_ms; /* its interval: stale after three of them */
+} sc_shm_rate;
+
 typedef struct sc_shm_header {
   uint64_t magic;
   uint32_t version;
@@ -79,6 +88,12 @@ typedef struct sc_shm_header {
   int32_t policy;
   uint32_t nnodes;
   int32_t nodes[SICM_ARENA_DEVICES_MAX];
+  /* Automatic placement: each process's monitor publishes what it
+   * referenced of the segment; the sum is the arena's rate in every
+   * process.  One process places it: `placer` (pid | start time << 22),
+   * while its rate stays fresh. */
+  uint64_t placer;
+  sc_shm_rate rates[SC_SHM_RATES];
 
   /* What every allocation and free touches, packed into few cache lines:
    * under contention each line moves between CPUs once per operation. */
@@ -150,6 +165,8 @@ int sc_shm_mutex_init(sc_shm_mutex *m);
 int sc_shm_mutex_kind(void);
 /* This process's start time (clock ticks since boot), as holders record it. */
 uint64_t sc_shm_self_start(void);
+/* This process as holders record it: pid | start time << 22. */
+uint64_t sc_shm_self_id(void);
 /* Takes the heap lock, repairing the heap if its holder died or is gone;
  * 0 or -1 (EUCLEAN: the segment is damaged: the lock's kind, or blocks a
  * repair cannot tile). */
@@ -160,6 +177,16 @@ void sc_shm_unlock(sc_shared_arena *s);
  * 0 or -1. */
 int sc_shm_migrate_lock(sc_shared_arena *s);
 void sc_shm_migrate_unlock(sc_shared_arena *s);
+
+/* ---- shared_place.c: the placer's view of a shared arena ---- */
+/* Publishes this process's referenced bytes per second and returns the
+ * sum over the processes whose figures are fresh, this one's included. */
+uint64_t sc_shm_rate_share(sc_arena *a, uint64_t per_second, unsigned interval_ms);
+/* 1 when this process places the arena (claimed now or before), 0 when
+ * another live one does. */
+int sc_shm_placer_claim(sc_arena *a);
+/* Gives up this process's rate slot and placing (placer stop, detach). */
+void sc_shm_place_release(sc_arena *a);
 
 /* ---- shared_heap.c ---- */
 /* Lays out an empty heap in a zeroed segment of s->size bytes, the locks

@@ -38,7 +38,8 @@ uint32_t sc_shm_layout_signature(void) {
       SC_SHM_ALIGN,               SC_SHM_SL_LOG,                SC_SHM_FL_COUNT,
       SC_SHM_JOURNAL_MAX,         SICM_ARENA_DEVICES_MAX,    offsetof(sc_shm_header, lock),
       offsetof(sc_shm_header, journal), offsetof(sc_shm_header, free_head),
-      offsetof(sc_shm_header, migrate_lock)};
+      offsetof(sc_shm_header, migrate_lock), offsetof(sc_shm_header, rates),
+      sizeof(sc_shm_rate),        SC_SHM_RATES};
   uint32_t hash = 2166136261u; /* FNV-1a */
   const unsigned char *bytes = (const unsigned char *)parts;
   for (size_t i = 0; i < sizeof parts; i++)

@@ -163,6 +163,11 @@ uint64_t sc_shm_self_start(void) {
   return __atomic_load_n(&self.holder, __ATOMIC_RELAXED) >> HOLDER_PID_BITS;
 }
 
+uint64_t sc_shm_self_id(void) {
+  self_ensure();
+  return __atomic_load_n(&self.holder, __ATOMIC_RELAXED);
+}
+
 static int *lock_word(sc_shm_mutex *m) { return &m->mutex.__data.__lock; }
 
 static inline void holder_record(sc_shm_mutex *m) {

@@ -571,7 +571,10 @@ static int shared_stats(sc_arena *a, sicm_arena_stats *out) {
 
 /* Detach: the windows (the segment's mapping) go; the segment lives on for
  * the other processes. */
-static int shared_close(sc_arena *a) { return 0; }
+static int shared_close(sc_arena *a) {
+  sc_shm_place_release(a);
+  return 0;
+}
 
 static const sc_arena_ops shared_ops = {
     .open = shared_open,
@@ -587,4 +590,7 @@ static const sc_arena_ops shared_ops = {
     .move_begin = shared_move_begin,
     .move_end = shared_move_end,
     .move_flag = MPOL_MF_MOVE_ALL, /* pages other processes map too */
+    .rate_share = sc_shm_rate_share,
+    .placer_claim = sc_shm_placer_claim,
+    .place_release = sc_shm_place_release,
 };

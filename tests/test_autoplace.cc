@@ -7,6 +7,8 @@
 // Linked with the convenience library to reach the plan.
 #include <errno.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -326,6 +328,58 @@ struct Plan {
     return n;
   }
 };
+
+// A shared arena touched by one process only: the other process's placer
+// ranks it by the sum both publish, and leaves placing it to the process
+// whose placer claimed it first.
+TEST_F(Autoplace, ASharedArenaIsRatedByEveryProcessAndPlacedByOne) {
+  const size_t size = 16 << 20;
+  std::string name = "/sicm-test-autoplace-" + std::to_string(getpid());
+  sicm_arena_unlink(name.c_str());
+  sicm_arena shared = sicm_arena_create_shared(name.c_str(), 4 * size, sicm_device_of_node(0, 0), 0600);
+  ASSERT_NE(nullptr, shared) << sicm_error_detail();
+  char *block = (char *)sicm_arena_alloc(shared, size);
+  ASSERT_NE(nullptr, block) << sicm_error_detail();
+  memset(block, 1, size);
+  int ready[2];
+  ASSERT_EQ(0, pipe(ready));
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) { /* touches the block; its placer claims the arena first */
+    close(ready[0]);
+    sicm_autoplace_config cfg;
+    sicm_autoplace_config_init(&cfg);
+    cfg.interval_ms = 50;
+    if (sicm_autoplace_start(&cfg) != 0) _exit(3);
+    usleep(200 * 1000);
+    if (write(ready[1], "r", 1) != 1) _exit(4);
+    for (int i = 0; i < 300; i++) {
+      for (size_t off = 0; off < size; off += 4096) block[off]++;
+      usleep(5000);
+    }
+    sicm_autoplace_stop();
+    _exit(0);
+  }
+  close(ready[1]);
+  char c;
+  ASSERT_EQ(1, read(ready[0], &c, 1)) << "the child's placer did not start";
+  close(ready[0]);
+  sicm_autoplace_config cfg = Config();
+  cfg.interval_ms = 50;
+  ASSERT_EQ(0, sicm_autoplace_start(&cfg)) << sicm_error_detail();
+  usleep(600 * 1000);
+  sicm_arena_rates r{};
+  ASSERT_EQ(0, sicm_arena_get_rates(shared, &r));
+  std::string report = StatsText();
+  int status = 0;
+  ASSERT_EQ(child, waitpid(child, &status, 0));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(0, sicm_autoplace_stop());
+  EXPECT_EQ(0, sicm_arena_destroy(shared));
+  sicm_arena_unlink(name.c_str());
+  EXPECT_GT(r.referenced_per_second, 0.5 * size / 0.05) << "the child's accesses, not this one's";
+  EXPECT_NE(std::string::npos, report.find("another process's placer places it")) << report;
+}
 
 TEST(PlanRule, AHotArenaMovesOnceItsAccessesPayForTheMove) {
   Plan plan(2);
