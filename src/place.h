@@ -31,6 +31,7 @@ typedef struct sc_monitor {
   int refused;                  /* MADV_COLD unusable: the whole process, every interval */
   int restores;                 /* MADV_POPULATE_READ makes pages read as referenced */
   unsigned every;               /* the last interval's sample: one chunk in this many */
+  unsigned every_fixed;         /* 0, or the stride always (tests) */
   uint64_t phase;
   sc_monitor_slot slots[SC_ARENA_SLOTS];
 } sc_monitor;

@@ -143,15 +143,16 @@ enum {
   CHUNK_BASE = 32 << 12,
   EVERY_MAX = 64,    /* the sparsest sample: one chunk in this many */
 };
-/* The share of each interval the program may spend setting cleared bits
- * again, at what one costs under nested paging, the dearest case measured
- * (BENCHMARKS.md): no probe of a few pages can tell, because the cost
- * grows with the working set.  Up to WHOLE_BYTES referenced, every chunk
- * is cleared whatever the interval: a sample of so few chunks would misread
- * arenas touched in part, and a phase change would double the hot bytes
- * for one interval, thinning the sample just when it matters. */
-static const double COST_SHARE = 1.0 / 100, RESET_NS = 200;
-static const uint64_t WHOLE_BYTES = 64 << 20;
+/* What clearing costs the program, at the dearest measured
+ * (BENCHMARKS.md): setting a cleared bit again, a page walk (under nested
+ * paging; no probe of a few pages can tell, because the cost grows with
+ * the working set); and each call that clears one, a TLB-flush interrupt
+ * to every CPU that runs the program (under TCG).  k keeps the two under
+ * COST_SHARE of the interval where it can, and the sample at WHOLE_BYTES
+ * at least: a sample of so few chunks would misread arenas touched in
+ * part.  Where no k keeps the share, the cheapest does. */
+static const double COST_SHARE = 1.0 / 100, RESET_NS = 200, CALL_NS = 40000;
+static const uint64_t WHOLE_BYTES = 16 << 20;
 
 /* The arena in slot if it is live and takes part, else NULL. */
 static sc_arena *taking_part(unsigned slot, sc_monitor_takes_part takes_part,
@@ -274,25 +275,46 @@ static void estimate(const sc_monitor *m, sc_monitor_bytes *out) {
   }
 }
 
+/* The k of this interval: see COST_SHARE.  Clearing all of it takes a
+ * call a window; a sample, a call a chunk. */
+static unsigned stride_choose(const sc_monitor *m, uint64_t hot, uint64_t chunks,
+                              uint64_t arenas) {
+  double budget_ns = COST_SHARE * (double)m->interval_ms * 1e6, best_ns = 0;
+  unsigned best = 1;
+  for (unsigned every = 1; every <= EVERY_MAX; every *= 2) {
+    if (every > 1 && hot / every < WHOLE_BYTES)
+      break;
+    double ns = (double)(hot / sc_page_size() / every) * RESET_NS +
+                (double)(every == 1 ? arenas : chunks / every) * CALL_NS;
+    if (ns <= budget_ns)
+      return every;
+    if (every == 1 || ns < best_ns) {
+      best = every;
+      best_ns = ns;
+    }
+  }
+  return best;
+}
+
 int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monitor_bytes *out) {
   memset(out, 0, sizeof *out);
   if (smaps_read(sample_add, out) != 0)
     return -1;
   estimate(m, out);
   int whole = m->refused;
-  uint64_t hot = 0, generation;
+  uint64_t hot = 0, chunks = 0, arenas = 0, generation;
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     sc_arena *a = taking_part(slot, takes_part, &generation);
     if (a != NULL) {
       hot += out->referenced[slot];
+      chunks += out->resident[slot] / (out->huge[slot] ? CHUNK_HUGE : CHUNK_BASE) + 1;
+      arenas++;
       whole |= a->ops->pages_map != NULL; /* shared */
     }
   }
   unsigned every = 1;
-  double budget_ns = COST_SHARE * (double)m->interval_ms * 1e6;
-  while (!whole && m->restores && every < EVERY_MAX && hot / every > WHOLE_BYTES &&
-         (double)(hot / sc_page_size() / every) * RESET_NS > budget_ns)
-    every *= 2;
+  if (!whole && m->restores)
+    every = m->every_fixed ? m->every_fixed : stride_choose(m, hot, chunks, arenas);
   m->every = every;
   if (whole && refs_clear() != 0)
     return -1;
@@ -318,10 +340,14 @@ int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monito
     st->every = every;
     st->phase = m->phase;
     sample_chunks(a, st->chunk, every, m->phase, chunk_clear, &refused);
-    if (every == 1)
-      st->sample = out->resident[slot]; /* all of it */
-    else
+    if (every > 1)
       sample_chunks(a, st->chunk, every, m->phase, chunk_count, &st->sample);
+    if (st->sample == 0) { /* nothing of it in the sample: all of it, this once */
+      if (every > 1)
+        sample_chunks(a, st->chunk, 1, 0, chunk_clear, &refused);
+      st->every = 1;
+      st->sample = out->resident[slot];
+    }
   }
   if (refused) /* from the next interval on; this one's estimate is off once */
     m->refused = 1;
