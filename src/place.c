@@ -263,11 +263,10 @@ static void place_interval(uint64_t elapsed_ns) {
     if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO)
       continue;
     if (a->ops->placer_claim != NULL && !placer.config.monitor_only) {
-      int mine = shared_enter(a, generation);
-      if (mine) {
-        mine = a->ops->placer_claim(a);
-        pthread_mutex_unlock(&a->migrate_lock);
-      }
+      if (!shared_enter(a, generation))
+        continue; /* moving, or gone: not this interval */
+      int mine = a->ops->placer_claim(a);
+      pthread_mutex_unlock(&a->migrate_lock);
       if (!mine && !t->placed_elsewhere)
         decision_keep(slot, a, -1, devs[0]->node, 0, NULL,
                       "shared: another process's placer places it");
