@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""autoplace_ratios.py GUEST.json [HOST.json [PNG]]: bench_autoplace's results as
+"""autoplace_ratios.py GUEST.json[,GUEST.json...] [HOST.json [PNG]]: bench_autoplace's results as
 Markdown — per trace shape, the share of accesses the placer served from
 the fast tier against the oracle's and the bytes each moved; then the
-monitor's cost, the compute loop's time with the monitor over without it
-(runs alternate off, on, off, on; each 'on' is divided by the 'off' run
-just before it)."""
+monitor's cost, the compute loop's median time with the monitor over its
+median without it (repetitions interleaved at random)."""
 import json
 import shutil
 import subprocess
@@ -68,7 +67,7 @@ def monitor(benchmarks, where):
             print(f"| {where}, {pages} | no result | |")
 
 
-guest = load(sys.argv[1])
+guest = [b for path in sys.argv[1].split(",") for b in load(path)]
 traces(guest)
 print()
 print("| monitor at a 1 s interval, 1 GiB compute loop | median time with / without (goal <= 1.02) "
