@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base.h"
@@ -118,6 +119,12 @@ const char *sc_env_path(const char *name, size_t max) {
     return NULL;
   }
   return value;
+}
+
+uint64_t sc_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 size_t sc_page_size(void) {

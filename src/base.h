@@ -74,6 +74,8 @@ const char *sc_env_path(const char *name, size_t max);
 
 /* The base page size, read from the kernel once. */
 size_t sc_page_size(void);
+/* CLOCK_MONOTONIC in nanoseconds: one clock for every process of a host. */
+uint64_t sc_now_ns(void);
 
 /* User address space without 5-level paging. */
 #define SC_ADDRESS_BITS 47

@@ -89,12 +89,6 @@ static unsigned long long nodes_foreign(const sc_binding *b) {
   return total;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Back to where the arena was after a failed move: its binding, then every
  * page it has.  Best effort: what does not move back stays where it is,
  * and the migration's own failure is what the caller reports. */
@@ -160,7 +154,7 @@ static int move_to(sc_arena *a, const sc_binding *to, int guarded, int strict, i
 static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watch,
                           sicm_migration_report *report) {
   sc_window windows[SC_WINDOWS_MAX];
-  uint64_t start = now_ns();
+  uint64_t start = sc_now_ns();
   *report = (sicm_migration_report){0};
   /* The kind prepares.  A private arena gives back the free pages it
    * keeps.  An arena other processes share: they must not move it
@@ -206,7 +200,7 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watc
     err = errno;
   }
   report->error = err;
-  report->nanoseconds = now_ns() - start;
+  report->nanoseconds = sc_now_ns() - start;
   a->last_migration = *report;
   a->migrated = 1;
   __atomic_fetch_add(rc == 0 ? &a->migrations_done : &a->migrations_failed, 1, __ATOMIC_RELAXED);

@@ -8,17 +8,10 @@
  * figures go stale (it stopped, detached or died), so no two processes
  * move one arena two ways.  The header is untrusted input: its figures are
  * clamped and never used as offsets. */
-#include <time.h>
 
 #include "shared.h"
 
 enum { STALE_INTERVALS = 3, INTERVAL_MAX_MS = 3600 * 1000 };
-
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 /* Published within its publisher's last STALE_INTERVALS intervals. */
 static int rate_fresh(const sc_shm_rate *r, uint64_t now) {
@@ -47,7 +40,7 @@ static sc_shm_rate *rate_slot(sc_shm_header *h, uint64_t me, uint64_t now, int c
 
 uint64_t sc_shm_rate_share(sc_arena *a, uint64_t per_second, unsigned interval_ms) {
   sc_shm_header *h = sc_shared_of(a)->header;
-  uint64_t me = sc_shm_self_id(), now = now_ns();
+  uint64_t me = sc_shm_self_id(), now = sc_now_ns();
   sc_shm_rate *mine = rate_slot(h, me, now, 1);
   if (mine != NULL) {
     __atomic_store_n(&mine->per_second, per_second, __ATOMIC_RELAXED);
@@ -67,7 +60,7 @@ uint64_t sc_shm_rate_share(sc_arena *a, uint64_t per_second, unsigned interval_m
 
 int sc_shm_placer_claim(sc_arena *a) {
   sc_shm_header *h = sc_shared_of(a)->header;
-  uint64_t me = sc_shm_self_id(), now = now_ns();
+  uint64_t me = sc_shm_self_id(), now = sc_now_ns();
   uint64_t placer = __atomic_load_n(&h->placer, __ATOMIC_ACQUIRE);
   if (placer == me)
     return 1;
