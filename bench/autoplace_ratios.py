@@ -3,8 +3,9 @@
 """autoplace_ratios.py GUEST.json[,GUEST.json...] [HOST.json [PNG]]: bench_autoplace's results as
 Markdown — per trace shape, the share of accesses the placer served from
 the fast tier against the oracle's and the bytes each moved; then the
-monitor's cost, the compute loop's median time with the monitor over its
-median without it (repetitions interleaved at random)."""
+monitor's cost: the compute loop's pass time with the monitor over its
+time without, in pairs of windows seconds apart; the median of the pairs'
+ratios and its quartiles."""
 import json
 import shutil
 import subprocess
@@ -54,25 +55,24 @@ plot $d using 2:xtic(1) title 'placer' lc rgb '#ee6677', '' using 3 title 'oracl
 
 
 def monitor(benchmarks, where):
-    median = {}
     for b in benchmarks:
-        if b["name"].startswith("Monitor/") and b.get("aggregate_name") == "median":
-            median[("on:1" in b["name"], "huge:1" in b["name"])] = b
-    for huge, pages in ((False, "4 KiB pages"), (True, "huge pages")):
-        off, on = median.get((False, huge)), median.get((True, huge))
-        if off and on:
-            print(f"| {where}, {pages} | {on['real_time'] / off['real_time']:.3f} "
-                  f"| {off['real_time']:.1f} {off['time_unit']} |")
-        else:
-            print(f"| {where}, {pages} | no result | |")
+        if not b["name"].startswith("Monitor/"):
+            continue
+        pages = "huge pages" if "huge:1" in b["name"] else "4 KiB pages"
+        if b.get("error_occurred"):
+            print(f"| {where}, {pages} | error: {b.get('error_message', '')} | | |")
+            continue
+        print(f"| {where}, {pages} | {b['ratio_median']:.3f} "
+              f"| {b['ratio_q1']:.3f}–{b['ratio_q3']:.3f} ({b['pairs']:.0f} pairs) "
+              f"| {b['pass_ms_without']:.1f} ms |")
 
 
 guest = [b for path in sys.argv[1].split(",") for b in load(path)]
 traces(guest)
 print()
-print("| monitor at a 1 s interval, 1 GiB compute loop | median time with / without (goal <= 1.02) "
-      "| median pass without |")
-print("|---|---|---|")
+print("| monitor at a 1 s interval, 1 GiB compute loop | median of the pairs' ratios, with / without "
+      "(goal <= 1.02) | quartiles | median pass without |")
+print("|---|---|---|---|")
 monitor(guest, "guest (TCG)")
 if len(sys.argv) > 2:
     monitor(load(sys.argv[2]), "host")

@@ -14,13 +14,14 @@
 // placer's share of accesses served fast, the oracle's, their ratio, and
 // the bytes each moved.
 //
-// Monitor/on:<0|1>/huge:<0|1>: a compute loop summing 1 GiB of arenas
-// (base pages, or transparent huge pages where the kernel gives them), with and
-// without the placer measuring (mode=monitor, 1 s interval), ten times
-// each in one run: the ratio of the medians is the monitor's cost.
+// Monitor/huge:<0|1>: a compute loop summing 1 GiB of arenas (base
+// pages, or transparent huge pages where the kernel gives them), timed in
+// pairs of windows with and without the placer measuring (mode=monitor,
+// 1 s interval): the median of the pairs' ratios is the monitor's cost.
 #include <benchmark/benchmark.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,11 +166,44 @@ void TraceReplay(benchmark::State &state, const Trace *trace) {
   }
 }
 
+double now_s() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+// One pass over the loop's data: a long per 64 bytes.
+long loop_pass(const std::vector<long *> &data, size_t per) {
+  long sum = 0;
+  for (long *d : data)
+    for (size_t i = 0; i < per / sizeof(long); i += 8) sum += d[i];
+  return sum;
+}
+
+// The loop's mean pass time, in ns, over a window of `seconds`.
+double loop_window(const std::vector<long *> &data, size_t per, double seconds) {
+  const double start = now_s();
+  unsigned passes = 0;
+  long sum = 0;
+  double t;
+  do {
+    sum += loop_pass(data, per);
+    passes++;
+  } while ((t = now_s()) - start < seconds);
+  benchmark::DoNotOptimize(sum);
+  return (t - start) * 1e9 / passes;
+}
+
 // Sums 1 GiB over arenas of 64 MiB, in base pages or transparent huge
-// pages; with the monitor measuring or not.
+// pages, in pairs of windows: one with the placer measuring (monitor
+// mode, 1 s interval), one without, the order alternating from pair to
+// pair.  The two halves of a pair are seconds apart, so drift of the
+// machine (this host's loop times move several percent over minutes)
+// falls on both alike; the median of the pairs' ratios is the cost.
 void Monitor(benchmark::State &state) {
-  const bool on = state.range(0) != 0;
-  const unsigned flags = state.range(1) ? SICM_ARENA_HUGEPAGES : SICM_ARENA_NOHUGEPAGES;
+  const unsigned flags = state.range(0) ? SICM_ARENA_HUGEPAGES : SICM_ARENA_NOHUGEPAGES;
+  const int pairs = (int)state.range(1);
+  const double window_s = 3;
   sicm_device *home = sicm_device_of_node(sicm_node_self(), 0);
   std::vector<sicm_arena> arenas;
   std::vector<long *> data;
@@ -183,24 +217,37 @@ void Monitor(benchmark::State &state) {
     }
     memset(data.back(), 1, per);
   }
-  if (on) {
-    sicm_autoplace_config c;
-    sicm_autoplace_config_init(&c);
-    c.interval_ms = 1000;
-    c.monitor_only = 1;
-    if (sicm_autoplace_start(&c) != 0) {
-      state.SkipWithError(sicm_error_detail());
-      return;
-    }
-  }
-  long sum = 0;
+  sicm_autoplace_config c;
+  sicm_autoplace_config_init(&c);
+  c.interval_ms = 1000;
+  c.monitor_only = 1;
+  std::vector<double> ratios, off_ns;
   for (auto _ : state) {
-    for (long *d : data)
-      for (size_t i = 0; i < per / sizeof(long); i += 8) sum += d[i];
-    benchmark::DoNotOptimize(sum);
+    for (int r = 0; r < pairs; r++) {
+      double ns[2];
+      for (int half = 0; half < 2; half++) {
+        const bool on = (half == 0) == (r % 2 == 0);
+        if (on && sicm_autoplace_start(&c) != 0) {
+          state.SkipWithError(sicm_error_detail());
+          return;
+        }
+        ns[on] = loop_window(data, per, window_s);
+        if (on) sicm_autoplace_stop();
+      }
+      ratios.push_back(ns[1] / ns[0]);
+      off_ns.push_back(ns[0]);
+      fprintf(stderr, "\rMonitor/huge:%d: pair %d of %d", (int)state.range(0), r + 1, pairs);
+    }
+    fprintf(stderr, "\n");
   }
-  state.SetBytesProcessed((int64_t)state.iterations() * (int64_t)total / 8);
-  if (on) sicm_autoplace_stop();
+  std::sort(ratios.begin(), ratios.end());
+  std::sort(off_ns.begin(), off_ns.end());
+  const size_t n = ratios.size();
+  state.counters["ratio_median"] = ratios[n / 2];
+  state.counters["ratio_q1"] = ratios[n / 4];
+  state.counters["ratio_q3"] = ratios[3 * n / 4];
+  state.counters["pairs"] = (double)n;
+  state.counters["pass_ms_without"] = off_ns[n / 2] / 1e6;
   for (sicm_arena a : arenas) sicm_arena_destroy(a);
 }
 
@@ -215,15 +262,14 @@ int main(int argc, char **argv) {
     benchmark::RegisterBenchmark((std::string("Trace/") + t.name).c_str(), TraceReplay, &t)
         ->Iterations(1)
         ->Unit(benchmark::kSecond);
-  // Repeated, in an order that `make bench-autoplace` interleaves at
-  // random, so that drift of the machine falls on both alike.
+  // Pairs of windows: SICM_BENCH_MONITOR_PAIRS, or 21.
+  const char *pairs = getenv("SICM_BENCH_MONITOR_PAIRS");
+  const long npairs = pairs && atol(pairs) > 0 ? atol(pairs) : 21;
   benchmark::RegisterBenchmark("Monitor", Monitor)
-      ->ArgNames({"on", "huge"})
-      ->ArgsProduct({{0, 1}, {0, 1}})
-      ->MinTime(2)
-      ->Repetitions(10)
-      ->ReportAggregatesOnly(true)
-      ->Unit(benchmark::kMillisecond);
+      ->ArgNames({"huge", "pairs"})
+      ->ArgsProduct({{0, 1}, {npairs}})
+      ->Iterations(1)
+      ->Unit(benchmark::kSecond);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
