@@ -13,12 +13,21 @@
 
 static int policy = HBW_POLICY_PREFERRED;
 static int policy_fixed; /* set, or an allocation was made: no more changes */
+static memkind_t fixed_kind; /* the policy's kind, once an allocation fixed it */
 
-static memkind_t current_kind(int huge) {
+static memkind_t policy_fix(int huge) {
   /* Read first: a store on every call would bounce the line between CPUs. */
   if (!__atomic_load_n(&policy_fixed, __ATOMIC_RELAXED))
     __atomic_store_n(&policy_fixed, 1, __ATOMIC_RELAXED);
-  return mk_hbw_kind(__atomic_load_n(&policy, __ATOMIC_RELAXED), huge);
+  memkind_t k = mk_hbw_kind(__atomic_load_n(&policy, __ATOMIC_RELAXED), huge);
+  if (!huge)
+    __atomic_store_n(&fixed_kind, k, __ATOMIC_RELAXED);
+  return k;
+}
+
+static inline memkind_t current_kind(int huge) {
+  memkind_t k = huge ? NULL : __atomic_load_n(&fixed_kind, __ATOMIC_RELAXED);
+  return __builtin_expect(k != NULL, 1) ? k : policy_fix(huge);
 }
 
 hbw_policy_t hbw_get_policy(void) { return (hbw_policy_t)__atomic_load_n(&policy, __ATOMIC_RELAXED); }
@@ -34,7 +43,7 @@ int hbw_set_policy(hbw_policy_t mode) {
 
 int hbw_check_available(void) { return mk_hbw_available() ? 0 : ENODEV; }
 
-void *hbw_malloc(size_t size) { return memkind_malloc(current_kind(0), size); }
+void *hbw_malloc(size_t size) { return mk_kind_malloc(current_kind(0), size); }
 
 void *hbw_calloc(size_t num, size_t size) { return memkind_calloc(current_kind(0), num, size); }
 

@@ -47,9 +47,13 @@ struct memkind {
   kind_place place;
   unsigned arena_flags;         /* SICM_ARENA_HUGEPAGES for 2 MiB pages */
   sicm_arena *arenas;           /* per initiator node; set once, atomically */
+  /* Per CPU, the arena of that CPU's node once a thread there found it:
+   * an allocation's one lookup.  Set in mk_init, after what it depends
+   * on, so a thread that sees it sees the rest. */
+  sicm_arena *by_cpu;
 };
 
-#define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL}
+#define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL, NULL}
 static struct memkind kinds[] = {
     KIND("memkind_default", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
     KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
@@ -77,10 +81,12 @@ static struct memkind kinds[] = {
     KIND("memkind_hbw_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
     KIND("memkind_hbw_preferred_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_PREFERRED),
     /* hbw_posix_memalign_psize(HBW_PAGESIZE_2MB): transparent huge pages. */
-    {"hbw_thp", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL},
-    {"hbw_thp_all", MEM_HBW, SCOPE_ALL, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL},
-    {"hbw_thp_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, SICM_ARENA_HUGEPAGES, NULL},
-    {"hbw_thp_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE, SICM_ARENA_HUGEPAGES, NULL},
+    {"hbw_thp", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL, NULL},
+    {"hbw_thp_all", MEM_HBW, SCOPE_ALL, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL, NULL},
+    {"hbw_thp_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, SICM_ARENA_HUGEPAGES, NULL,
+     NULL},
+    {"hbw_thp_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE, SICM_ARENA_HUGEPAGES, NULL,
+     NULL},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
@@ -135,17 +141,21 @@ static struct bitmask *hbw_override;    /* MEMKIND_HBW_NODES, or NULL */
 static int ncpus;
 static short *cpu_node;
 
-static inline int cpu_now(void) {
+/* The CPU from the rseq area, or -1 where there is none. */
+static inline int cpu_rseq(void) {
 #if defined(RSEQ_SIG) && defined(__GNUC__) && !defined(__clang__)
   if (__builtin_expect(__rseq_size >= 8, 1)) {
     const struct rseq *area =
         (const struct rseq *)(void *)((char *)__builtin_thread_pointer() + __rseq_offset);
-    int cpu = (int)__atomic_load_n(&area->cpu_id, __ATOMIC_RELAXED);
-    if (cpu >= 0)
-      return cpu;
+    return (int)__atomic_load_n(&area->cpu_id, __ATOMIC_RELAXED);
   }
 #endif
-  return sched_getcpu();
+  return -1;
+}
+
+static inline int cpu_now(void) {
+  int cpu = cpu_rseq();
+  return cpu >= 0 ? cpu : sched_getcpu();
 }
 
 static void mk_init(void) {
@@ -172,6 +182,10 @@ static void mk_init(void) {
       fprintf(stderr, "libmemkind (libsicm): MEMKIND_HBW_NODES=\"%s\" is not a node list; "
                       "using the HBM libsicm finds\n", env);
   }
+  for (unsigned k = 0; k < NKINDS && ncpus > 0; k++)
+    if (kinds[k].memory != MEM_DEFAULT && kinds[k].memory != MEM_HUGETLB)
+      __atomic_store_n(&kinds[k].by_cpu, calloc((size_t)ncpus, sizeof(sicm_arena)),
+                       __ATOMIC_RELEASE);
   __atomic_store_n(&sicm_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -292,13 +306,13 @@ static inline memkind_t known_kind(sicm_arena arena) {
  * NULL with errno ENOMEM when the kind has no device and cannot fall back. */
 static sicm_arena kind_arena_make(memkind_t k, int node);
 
-static inline sicm_arena kind_arena(memkind_t k) {
-  if (__builtin_expect(!mk_ready() || k->memory == MEM_HUGETLB, 0)) {
+static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
+  if (!mk_ready() || k->memory == MEM_HUGETLB) {
     errno = ENOMEM;
     return NULL;
   }
-  int cpu = cpu_now();
   int node = cpu >= 0 && cpu < ncpus ? cpu_node[cpu] : -1;
+  int by_cpu = node >= 0; /* else the thread's own node: not the CPU's to keep */
   if (node < 0) {
     node = sicm_node_self();
     if (node < 0 || node >= node_slots)
@@ -306,7 +320,26 @@ static inline sicm_arena kind_arena(memkind_t k) {
   }
   sicm_arena *table = __atomic_load_n(&k->arenas, __ATOMIC_ACQUIRE);
   sicm_arena arena = table ? __atomic_load_n(&table[node], __ATOMIC_ACQUIRE) : NULL;
-  return arena != NULL ? arena : kind_arena_make(k, node);
+  if (arena == NULL)
+    arena = kind_arena_make(k, node);
+  sicm_arena *cache = __atomic_load_n(&k->by_cpu, __ATOMIC_ACQUIRE);
+  if (arena != NULL && by_cpu && cache != NULL)
+    __atomic_store_n(&cache[cpu], arena, __ATOMIC_RELEASE);
+  return arena;
+}
+
+/* The kind's arena for `cpu` from its per-CPU cache, or NULL. */
+static inline sicm_arena kind_arena_cached(memkind_t k, int cpu) {
+  sicm_arena *cache = __atomic_load_n(&k->by_cpu, __ATOMIC_ACQUIRE);
+  return cache != NULL && (unsigned)cpu < (unsigned)ncpus
+             ? __atomic_load_n(&cache[cpu], __ATOMIC_ACQUIRE)
+             : NULL;
+}
+
+static inline sicm_arena kind_arena(memkind_t k) {
+  int cpu = cpu_now();
+  sicm_arena arena = kind_arena_cached(k, cpu);
+  return __builtin_expect(arena != NULL, 1) ? arena : kind_arena_slow(k, cpu);
 }
 
 static sicm_arena kind_arena_make(memkind_t k, int node) {
@@ -397,29 +430,41 @@ int mk_is_hbw_pointer(const void *ptr) {
   return k != NULL && k->memory == MEM_HBW;
 }
 
+/* The arena of an HBW kind this thread's front served last, so that
+ * hbw_free need not look up the kind of the front's arena each time.
+ * Initial-exec, as libsicm's front: one word of the static TLS that
+ * dlopen takes it from. */
+static __thread __attribute__((tls_model("initial-exec"))) sicm_arena hbw_front;
+
 /* hbw_free's and memkind_free's usual case: a block of the arena this
- * thread used last, which the header's front checks serve with one fetch
- * of the front; 1 if done. */
+ * thread used last, which the header's front check serves; 1 if done.
+ * That check takes only the front's own blocks, so of the front's arena
+ * only the kind is looked at here. */
 static inline int free_in_front(void *ptr, int hbw_only) {
   sicm_front_v2_t *f = &sicm_front_v2;
-  uintptr_t owner = sicm_front_owner_v2(f, ptr);
-  if (owner == 0)
-    return 0;
-  if (hbw_only) {
-    memkind_t k = known_kind((sicm_arena)owner);
+  if (hbw_only && (sicm_arena)f->arena != hbw_front) {
+    sicm_arena arena = (sicm_arena)f->arena;
+    memkind_t k = arena != NULL ? known_kind(arena) : NULL;
     if (k == NULL || k->memory != MEM_HBW)
       return 0;
+    hbw_front = arena;
   }
   return sicm_front_free_v2(f, ptr);
 }
 
-void mk_hbw_free(void *ptr) {
-  if (ptr == NULL || free_in_front(ptr, 1))
+static __attribute__((noinline)) void hbw_free_slow(void *ptr) {
+  if (ptr == NULL)
     return;
   if (mk_is_hbw_pointer(ptr))
     sicm_free(ptr);
   else
     mk_report_foreign("hbw_free", ptr);
+}
+
+void mk_hbw_free(void *ptr) {
+  if (__builtin_expect(ptr != NULL && free_in_front(ptr, 1), 1))
+    return;
+  hbw_free_slow(ptr);
 }
 
 /* ---- memkind.h ---- */
@@ -428,6 +473,22 @@ void mk_hbw_free(void *ptr) {
  * the thread's front can hand out: the small ones, where clearing or
  * rounding costs less than the general path. */
 #define SMALL_MAX 4096
+
+static __attribute__((noinline)) void *kind_malloc_slow(memkind_t kind, size_t size) {
+  sicm_arena arena = kind_arena_slow(kind, cpu_now());
+  return arena != NULL && size != 0 ? sicm_arena_alloc(arena, size) : NULL;
+}
+
+/* Written so that its usual case needs no stack frame: every call in it
+ * is a tail call. */
+void *mk_kind_malloc(memkind_t kind, size_t size) {
+  /* Without rseq, the CPU costs a call: the slow path makes it. */
+  sicm_arena arena = kind_arena_cached(kind, cpu_rseq());
+  if (__builtin_expect(arena == NULL || size == 0, 0))
+    return kind_malloc_slow(kind, size);
+  void *p = sicm_front_alloc_v2(&sicm_front_v2, (uintptr_t)arena, size);
+  return __builtin_expect(p != NULL, 1) ? p : (sicm_arena_alloc)(arena, size);
+}
 
 void *memkind_malloc(memkind_t kind, size_t size) {
   if (!kind_valid(kind)) {
@@ -438,8 +499,7 @@ void *memkind_malloc(memkind_t kind, size_t size) {
     return NULL;
   if (kind->memory == MEM_DEFAULT)
     return malloc(size);
-  sicm_arena arena = kind_arena(kind);
-  return arena ? sicm_arena_alloc(arena, size) : NULL;
+  return mk_kind_malloc(kind, size);
 }
 
 void *memkind_calloc(memkind_t kind, size_t num, size_t size) {

@@ -8,6 +8,8 @@
 
 /* The HBW kind of an hbw_policy_t (huge: in transparent huge pages). */
 memkind_t mk_hbw_kind(int policy, int huge);
+/* memkind_malloc for a kind known valid and not MEMKIND_DEFAULT. */
+void *mk_kind_malloc(memkind_t kind, size_t size);
 /* Whether any HBM device exists (MEMKIND_HBW_NODES honoured). */
 int mk_hbw_available(void);
 int mk_is_hbw_node(int node);
