@@ -3,6 +3,7 @@
  * kinds that exist everywhere work, absent ones answer as memkind does, and
  * bad input gets memkind's errors without harm.  Placement is checked in
  * the guest (tests/memkind/guest.sh). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,7 +275,41 @@ static void memalign_of_size_zero_is_null_and_success(void) {
 /* The fork during first allocations comes first: every trial forks this
  * process, which must not have used any kind yet.  --fork-during-first-
  * allocations runs it alone. */
+/* MEMKIND_DEFAULT's memory is an arena's under the default memory policy,
+ * where it takes the kinds' fast path, and the heap's under another, which
+ * malloc follows: checked again in a child that runs this program under a
+ * preferred-node policy.  libsicm's lookup comes from the libsicm that
+ * libmemkind loaded. */
+enum { MPOL_DEFAULT_MODE = 0, MPOL_PREFERRED_MODE = 1 };
+static void default_kind_follows_the_memory_policy(const char *self) {
+  void *(*lookup)(const void *) = (void *(*)(const void *))dlsym(RTLD_DEFAULT, "sicm_arena_lookup");
+  CHECK(lookup != NULL);
+  int mode = -1;
+  CHECK(syscall(SYS_get_mempolicy, &mode, NULL, 0, NULL, 0) == 0);
+  void *p = memkind_malloc(MEMKIND_DEFAULT, 64);
+  CHECK(p != NULL && lookup != NULL && (lookup(p) != NULL) == (mode == MPOL_DEFAULT_MODE));
+  CHECK(memkind_detect_kind(p) == MEMKIND_DEFAULT);
+  memkind_free(MEMKIND_DEFAULT, p);
+  if (mode != MPOL_DEFAULT_MODE)
+    return;
+  pid_t child = fork();
+  if (child == 0) {
+    unsigned long node0 = 1;
+    if (syscall(SYS_set_mempolicy, MPOL_PREFERRED_MODE, &node0, 8 * sizeof node0) != 0)
+      _exit(2);
+    execl(self, self, "--default-kind-only", (char *)NULL);
+    _exit(3);
+  }
+  int status = -1;
+  CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+        WEXITSTATUS(status) == 0);
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--default-kind-only") == 0) {
+    default_kind_follows_the_memory_policy(argv[0]);
+    return failures ? 1 : 0;
+  }
   int fork_only = argc == 2 && strcmp(argv[1], "--fork-during-first-allocations") == 0;
 #ifdef ASAN_FORK_UNSAFE
   printf("test_memkind: fork during first allocations skipped: this ASan runtime does not "
@@ -286,6 +322,7 @@ int main(int argc, char **argv) {
     return failures ? 1 : 0;
   }
   every_working_kind_allocates_frees_and_is_detected();
+  default_kind_follows_the_memory_policy(argv[0]);
   realloc_moves_memory_between_kinds();
   bad_input_is_refused_without_harm();
   hbw_policy_is_set_once_before_allocating();

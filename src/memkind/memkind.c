@@ -5,7 +5,9 @@
  * node of that type, all of them, or those local to the calling CPU) and a
  * placement (bind, preferred, interleave).  Each kind gets one libsicm
  * arena per initiator node, created on first use, bound to the devices the
- * kind selects from that node.  MEMKIND_DEFAULT is the process's malloc.
+ * kind selects from that node.  MEMKIND_REGULAR is the process's malloc;
+ * MEMKIND_DEFAULT too where the process's memory policy is not the
+ * default (see local_in_arenas).
  * Only libsicm's public API is used, with its header's inline paths: a
  * kind's allocation is a lookup of the calling CPU's node and an inline
  * sicm_arena_alloc, its free an inline lookup of the pointer's arena and
@@ -15,6 +17,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <numa.h>
+#include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -28,6 +31,7 @@
 
 typedef enum kind_memory {
   MEM_DEFAULT,            /* the process heap */
+  MEM_LOCAL,              /* the calling CPU's node, preferred: see local_in_arenas */
   MEM_HBW,                /* devices classified HBM (or MEMKIND_HBW_NODES) */
   MEM_CAPACITY,           /* devices classified capacity */
   MEM_ANY,                /* every base-page device */
@@ -55,7 +59,7 @@ struct memkind {
 
 #define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL, NULL}
 static struct memkind kinds[] = {
-    KIND("memkind_default", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
+    KIND("memkind_default", MEM_LOCAL, SCOPE_NEAREST, PLACE_PREFERRED),
     KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
     KIND("memkind_hbw", MEM_HBW, SCOPE_NEAREST, PLACE_BIND),
     KIND("memkind_hbw_all", MEM_HBW, SCOPE_ALL, PLACE_BIND),
@@ -140,6 +144,13 @@ static struct bitmask *hbw_override;    /* MEMKIND_HBW_NODES, or NULL */
  * of libsicm's, take sicm_node_self(). */
 static int ncpus;
 static short *cpu_node;
+/* MEMKIND_DEFAULT's memory comes from an arena per node that prefers the
+ * node of the allocating CPU — where the default policy puts a page the
+ * allocating thread touches first — so that it takes the same fast path
+ * as every other kind.  Where the process runs under another policy
+ * (numactl --interleave or --membind), malloc follows that policy and
+ * MEMKIND_DEFAULT is malloc's. */
+static int local_in_arenas;
 
 /* The CPU from the rseq area, or -1 where there is none. */
 static inline int cpu_rseq(void) {
@@ -182,8 +193,12 @@ static void mk_init(void) {
       fprintf(stderr, "libmemkind (libsicm): MEMKIND_HBW_NODES=\"%s\" is not a node list; "
                       "using the HBM libsicm finds\n", env);
   }
+  int mode = -1;
+  local_in_arenas = get_mempolicy(&mode, NULL, 0, NULL, 0) == 0 &&
+                    (mode == MPOL_DEFAULT || mode == MPOL_LOCAL);
   for (unsigned k = 0; k < NKINDS && ncpus > 0; k++)
-    if (kinds[k].memory != MEM_DEFAULT && kinds[k].memory != MEM_HUGETLB)
+    if (kinds[k].memory != MEM_DEFAULT && kinds[k].memory != MEM_HUGETLB &&
+        (kinds[k].memory != MEM_LOCAL || local_in_arenas))
       __atomic_store_n(&kinds[k].by_cpu, calloc((size_t)ncpus, sizeof(sicm_arena)),
                        __ATOMIC_RELEASE);
   __atomic_store_n(&sicm_ready, 1, __ATOMIC_RELEASE);
@@ -197,6 +212,13 @@ static int mk_ready(void) {
 }
 
 static int kind_valid(memkind_t kind) { return kind >= &kinds[0] && kind < &kinds[NKINDS]; }
+
+/* Whether the kind's memory is the process heap's (for MEMKIND_DEFAULT,
+ * decided at start-up). */
+static int kind_in_heap(memkind_t kind) {
+  return kind->memory == MEM_DEFAULT ||
+         (kind->memory == MEM_LOCAL && !(mk_ready() && local_in_arenas));
+}
 
 /* ---- which devices a kind uses, seen from a node ---- */
 
@@ -234,6 +256,10 @@ static sicm_device *best_by(sicm_rank_by by, int node) {
 static unsigned kind_devices(const struct memkind *k, int node, sicm_device **out) {
   const sicm_device_list *list = sicm_devices();
   unsigned n = 0;
+  if (k->memory == MEM_LOCAL) {
+    out[0] = sicm_device_of_node(node, 0);
+    return out[0] != NULL;
+  }
   if (k->memory == MEM_LOWEST_LATENCY || k->memory == MEM_HIGHEST_BANDWIDTH) {
     out[0] = best_by(k->memory == MEM_LOWEST_LATENCY ? SICM_RANK_LATENCY : SICM_RANK_BANDWIDTH,
                      node);
@@ -475,8 +501,14 @@ void mk_hbw_free(void *ptr) {
 #define SMALL_MAX 4096
 
 static __attribute__((noinline)) void *kind_malloc_slow(memkind_t kind, size_t size) {
+  if (size == 0)
+    return NULL;
+  if (kind_in_heap(kind))
+    return malloc(size);
   sicm_arena arena = kind_arena_slow(kind, cpu_now());
-  return arena != NULL && size != 0 ? sicm_arena_alloc(arena, size) : NULL;
+  if (arena == NULL && kind->memory == MEM_LOCAL)
+    return malloc(size); /* a node without memory of its own */
+  return arena != NULL ? sicm_arena_alloc(arena, size) : NULL;
 }
 
 /* Written so that its usual case needs no stack frame: every call in it
@@ -509,11 +541,9 @@ void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
   }
   if (num == 0 || size == 0)
     return NULL;
-  if (kind->memory == MEM_DEFAULT)
-    return calloc(num, size);
-  sicm_arena arena = kind_arena(kind);
+  sicm_arena arena = kind_in_heap(kind) ? NULL : kind_arena(kind);
   if (arena == NULL)
-    return NULL;
+    return kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL ? calloc(num, size) : NULL;
   size_t total;
   if (!__builtin_mul_overflow(num, size, &total) && total <= SMALL_MAX) {
     /* A small block is cleared here, so that it can come from the front. */
@@ -531,11 +561,11 @@ int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size
     *memptr = NULL;
     return 0;
   }
-  if (kind->memory == MEM_DEFAULT)
-    return posix_memalign(memptr, alignment, size);
-  sicm_arena arena = kind_arena(kind);
+  sicm_arena arena = kind_in_heap(kind) ? NULL : kind_arena(kind);
   if (arena == NULL)
-    return ENOMEM;
+    return kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL
+               ? posix_memalign(memptr, alignment, size)
+               : ENOMEM;
   void *p = NULL;
   if (alignment <= 4096 && size <= SMALL_MAX) {
     /* jemalloc's small classes that are multiples of the alignment start
@@ -565,13 +595,12 @@ memkind_t memkind_detect_kind(void *ptr) {
 }
 
 void memkind_free(memkind_t kind, void *ptr) {
-  /* MEMKIND_DEFAULT's memory is malloc's: the front cannot hold it. */
-  int default_kind = kind != NULL && kind_valid(kind) && kind->memory == MEM_DEFAULT;
-  if (ptr == NULL || (!default_kind && free_in_front(ptr, 0)))
+  if (ptr == NULL || free_in_front(ptr, 0))
     return;
   if ((sicm_arena_lookup)(ptr) != NULL) { /* called: the front missed already */
     sicm_free(ptr);
-  } else if (kind == NULL || default_kind) {
+  } else if (kind == NULL ||
+             (kind_valid(kind) && (kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL))) {
     free(ptr);
   } else {
     mk_report_foreign("memkind_free", ptr);
@@ -600,8 +629,8 @@ void *memkind_realloc(memkind_t kind, void *ptr, size_t size) {
     return NULL;
   }
   sicm_arena from = sicm_arena_lookup(ptr);
-  if (kind->memory == MEM_DEFAULT && from == NULL)
-    return realloc(ptr, size);
+  if ((kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL) && from == NULL)
+    return realloc(ptr, size); /* the heap's block stays the heap's */
   if (from != NULL && kind_of_arena(from) == kind)
     return sicm_realloc(ptr, size);
   /* Another kind's memory moves into this kind. */
@@ -617,7 +646,7 @@ void *memkind_realloc(memkind_t kind, void *ptr, size_t size) {
 int memkind_check_available(memkind_t kind) {
   if (!kind_valid(kind))
     return MEMKIND_ERROR_INVALID;
-  if (kind->memory == MEM_DEFAULT)
+  if (kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL)
     return 0;
   if (kind->memory == MEM_HUGETLB)
     return MEMKIND_ERROR_HUGETLB;
