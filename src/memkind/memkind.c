@@ -29,34 +29,6 @@
 
 #include "memkind_internal.h"
 
-typedef enum kind_memory {
-  MEM_DEFAULT,            /* the process heap */
-  MEM_LOCAL,              /* the calling CPU's node, preferred: see local_in_arenas */
-  MEM_HBW,                /* devices classified HBM (or MEMKIND_HBW_NODES) */
-  MEM_CAPACITY,           /* devices classified capacity */
-  MEM_ANY,                /* every base-page device */
-  MEM_HIGHEST_CAPACITY,
-  MEM_LOWEST_LATENCY,
-  MEM_HIGHEST_BANDWIDTH,
-  MEM_HUGETLB             /* not provided */
-} kind_memory;
-
-typedef enum kind_scope { SCOPE_NEAREST, SCOPE_ALL, SCOPE_LOCAL } kind_scope;
-typedef enum kind_place { PLACE_BIND, PLACE_PREFERRED, PLACE_INTERLEAVE } kind_place;
-
-struct memkind {
-  const char *name;
-  kind_memory memory;
-  kind_scope scope;
-  kind_place place;
-  unsigned arena_flags;         /* SICM_ARENA_HUGEPAGES for 2 MiB pages */
-  sicm_arena *arenas;           /* per initiator node; set once, atomically */
-  /* Per CPU, the arena of that CPU's node once a thread there found it:
-   * an allocation's one lookup.  Set in mk_init, after what it depends
-   * on, so a thread that sees it sees the rest. */
-  sicm_arena *by_cpu;
-};
-
 #define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL, NULL}
 static struct memkind kinds[] = {
     KIND("memkind_default", MEM_LOCAL, SCOPE_NEAREST, PLACE_PREFERRED),
@@ -134,7 +106,7 @@ memkind_t mk_hbw_kind(int policy, int huge) {
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int sicm_ready;                  /* sicm_init succeeded */
 static int node_slots;                  /* highest node id + 1 */
-static struct bitmask *hbw_override;    /* MEMKIND_HBW_NODES, or NULL */
+struct bitmask *mk_hbw_override;        /* MEMKIND_HBW_NODES, or NULL */
 /* The node of each CPU, so that a kind finds the calling thread's node
  * from its CPU alone.  The CPU is read from the thread's rseq area, which
  * the kernel rewrites whenever the thread changes CPU, so a thread that
@@ -188,8 +160,8 @@ static void mk_init(void) {
   ncpus = cpu_node != NULL ? cpus : 0;
   const char *env = getenv("MEMKIND_HBW_NODES");
   if (env != NULL && env[0] != '\0') {
-    hbw_override = numa_parse_nodestring(env);
-    if (hbw_override == NULL)
+    mk_hbw_override = numa_parse_nodestring(env);
+    if (mk_hbw_override == NULL)
       fprintf(stderr, "libmemkind (libsicm): MEMKIND_HBW_NODES=\"%s\" is not a node list; "
                       "using the HBM libsicm finds\n", env);
   }
@@ -204,7 +176,7 @@ static void mk_init(void) {
   __atomic_store_n(&sicm_ready, 1, __ATOMIC_RELEASE);
 }
 
-static int mk_ready(void) {
+int mk_ready(void) {
   if (__atomic_load_n(&sicm_ready, __ATOMIC_ACQUIRE))
     return 1;
   pthread_once(&init_once, mk_init);
@@ -218,76 +190,6 @@ static int kind_valid(memkind_t kind) { return kind >= &kinds[0] && kind < &kind
 static int kind_in_heap(memkind_t kind) {
   return kind->memory == MEM_DEFAULT ||
          (kind->memory == MEM_LOCAL && !(mk_ready() && local_in_arenas));
-}
-
-/* ---- which devices a kind uses, seen from a node ---- */
-
-static int is_hbw(const sicm_device *d) {
-  return hbw_override ? numa_bitmask_isbitset(hbw_override, (unsigned)d->node)
-                      : d->kind == SICM_KIND_HBM;
-}
-
-static int of_memory(const sicm_device *d, kind_memory memory) {
-  if (d->huge)
-    return 0;
-  switch (memory) {
-  case MEM_HBW: return is_hbw(d);
-  case MEM_CAPACITY: return d->kind == SICM_KIND_CAPACITY;
-  default: return 1;
-  }
-}
-
-/* Whether d is local to CPUs of `node`: the node itself or a memory-only
- * node whose nearest initiator it is. */
-static int is_local(const sicm_device *d, int node) {
-  return d->node == node || (!d->has_cpus && d->perf.initiator == node);
-}
-
-/* The best device of a ranking from node, if the ranking rests on measured
- * or configured attributes (not on distances alone). */
-static sicm_device *best_by(sicm_rank_by by, int node) {
-  sicm_rank_entry first;
-  sicm_source source;
-  if (sicm_rank(by, node, &first, 1, &source) < 1 || source == SICM_SOURCE_TOPOLOGY)
-    return NULL;
-  return first.device;
-}
-
-static unsigned kind_devices(const struct memkind *k, int node, sicm_device **out) {
-  const sicm_device_list *list = sicm_devices();
-  unsigned n = 0;
-  if (k->memory == MEM_LOCAL) {
-    out[0] = sicm_device_of_node(node, 0);
-    return out[0] != NULL;
-  }
-  if (k->memory == MEM_LOWEST_LATENCY || k->memory == MEM_HIGHEST_BANDWIDTH) {
-    out[0] = best_by(k->memory == MEM_LOWEST_LATENCY ? SICM_RANK_LATENCY : SICM_RANK_BANDWIDTH,
-                     node);
-    return out[0] != NULL;
-  }
-  size_t best_capacity = 0;
-  int best_distance = -1;
-  for (unsigned i = 0; i < list->count; i++) {
-    sicm_device *d = &list->devices[i];
-    if (!of_memory(d, k->memory) || (k->scope == SCOPE_LOCAL && !is_local(d, node)))
-      continue;
-    if (k->memory == MEM_HIGHEST_CAPACITY) {
-      if (d->capacity < best_capacity)
-        continue;
-      if (d->capacity > best_capacity)
-        n = 0;
-      best_capacity = d->capacity;
-    } else if (k->scope == SCOPE_NEAREST) {
-      int distance = sicm_node_distance(node, d->node);
-      if (best_distance >= 0 && distance >= best_distance)
-        continue; /* ties: the lowest node, listed first */
-      best_distance = distance;
-      n = 0;
-    }
-    if (n < SICM_ARENA_DEVICES_MAX)
-      out[n++] = d;
-  }
-  return n;
 }
 
 /* ---- the arenas of kinds, by handle ----
@@ -388,7 +290,7 @@ static sicm_arena kind_arena_make(memkind_t k, int node) {
     }
   }
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
-  unsigned n = kind_devices(k, node, devs);
+  unsigned n = mk_kind_devices(k, node, devs);
   unsigned flags = k->arena_flags;
   if (k->place == PLACE_INTERLEAVE && n > 1)
     flags |= SICM_ARENA_INTERLEAVE;
@@ -432,23 +334,6 @@ void mk_report_foreign(const char *call, const void *ptr) {
     fprintf(stderr, "libmemkind (libsicm): %s(%p): not memory of that kind; ignored "
                     "(reported once)\n", call, ptr);
   errno = EINVAL;
-}
-
-int mk_hbw_available(void) {
-  if (!mk_ready())
-    return 0;
-  const sicm_device_list *list = sicm_devices();
-  for (unsigned i = 0; i < list->count; i++)
-    if (of_memory(&list->devices[i], MEM_HBW))
-      return 1;
-  return 0;
-}
-
-int mk_is_hbw_node(int node) {
-  if (!mk_ready())
-    return 0;
-  sicm_device *d = sicm_device_of_node(node, 0);
-  return d != NULL && is_hbw(d);
 }
 
 int mk_is_hbw_pointer(const void *ptr) {
@@ -654,7 +539,7 @@ int memkind_check_available(memkind_t kind) {
     return MEMKIND_ERROR_UNAVAILABLE;
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
   int node = sicm_node_self();
-  if (kind_devices(kind, node < 0 ? 0 : node, devs) > 0)
+  if (mk_kind_devices(kind, node < 0 ? 0 : node, devs) > 0)
     return 0;
   return kind->memory == MEM_CAPACITY ? MEMKIND_ERROR_UNAVAILABLE
                                       : MEMKIND_ERROR_MEMTYPE_NOT_AVAILABLE;

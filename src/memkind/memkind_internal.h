@@ -1,14 +1,52 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* memkind_internal.h: what hbwmalloc.c needs from memkind.c. */
+/* memkind_internal.h: the kinds, and what the library's files share. */
 #ifndef SICM_MEMKIND_INTERNAL_H
 #define SICM_MEMKIND_INTERNAL_H
 
 #include "hbwmalloc.h"
+#include "memkind.h"
 #include "sicm.h"
+
+typedef enum kind_memory {
+  MEM_DEFAULT,            /* the process heap */
+  MEM_LOCAL,              /* the calling CPU's node, preferred (memkind.c) */
+  MEM_HBW,                /* devices classified HBM (or MEMKIND_HBW_NODES) */
+  MEM_CAPACITY,           /* devices classified capacity */
+  MEM_ANY,                /* every base-page device */
+  MEM_HIGHEST_CAPACITY,
+  MEM_LOWEST_LATENCY,
+  MEM_HIGHEST_BANDWIDTH,
+  MEM_HUGETLB             /* not provided */
+} kind_memory;
+
+typedef enum kind_scope { SCOPE_NEAREST, SCOPE_ALL, SCOPE_LOCAL } kind_scope;
+typedef enum kind_place { PLACE_BIND, PLACE_PREFERRED, PLACE_INTERLEAVE } kind_place;
+
+struct memkind {
+  const char *name;
+  kind_memory memory;
+  kind_scope scope;
+  kind_place place;
+  unsigned arena_flags;         /* SICM_ARENA_HUGEPAGES for 2 MiB pages */
+  sicm_arena *arenas;           /* per initiator node; set once, atomically */
+  /* Per CPU, the arena of that CPU's node once a thread there found it:
+   * an allocation's one lookup.  Set in mk_init, after what it depends
+   * on, so a thread that sees it sees the rest. */
+  sicm_arena *by_cpu;
+};
+
+/* Set by start-up: MEMKIND_HBW_NODES parsed, or NULL. */
+extern struct bitmask *mk_hbw_override;
+/* Starts libsicm once; 0 when it cannot (then only the heap's kinds work). */
+int mk_ready(void);
+/* The devices kind k uses for CPUs of `node`, at most
+ * SICM_ARENA_DEVICES_MAX; their count. */
+unsigned mk_kind_devices(const struct memkind *k, int node, sicm_device **out);
+int mk_is_hbw_device(const sicm_device *d);
 
 /* The HBW kind of an hbw_policy_t (huge: in transparent huge pages). */
 memkind_t mk_hbw_kind(int policy, int huge);
-/* memkind_malloc for a kind known valid and not MEMKIND_DEFAULT. */
+/* memkind_malloc for a kind known valid. */
 void *mk_kind_malloc(memkind_t kind, size_t size);
 /* Whether any HBM device exists (MEMKIND_HBW_NODES honoured). */
 int mk_hbw_available(void);
