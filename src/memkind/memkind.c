@@ -426,15 +426,16 @@ void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
   }
   if (num == 0 || size == 0)
     return NULL;
+  size_t total;
+  if (!__builtin_mul_overflow(num, size, &total) && total <= SMALL_MAX) {
+    /* A small block is cleared here, so that it comes by the fast path
+     * (which gives the heap's kinds malloc's). */
+    void *p = mk_kind_malloc(kind, total);
+    return p ? memset(p, 0, total) : NULL;
+  }
   sicm_arena arena = kind_in_heap(kind) ? NULL : kind_arena(kind);
   if (arena == NULL)
     return kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL ? calloc(num, size) : NULL;
-  size_t total;
-  if (!__builtin_mul_overflow(num, size, &total) && total <= SMALL_MAX) {
-    /* A small block is cleared here, so that it can come from the front. */
-    void *p = sicm_arena_alloc(arena, total);
-    return p ? memset(p, 0, total) : NULL;
-  }
   return sicm_arena_calloc(arena, num, size);
 }
 
