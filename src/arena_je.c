@@ -113,15 +113,32 @@ static int size_check(const sc_arena *a, size_t sz) {
   return 0;
 }
 
+/* "arena.<i>.purge" as a MIB, translated once: by name, every call
+ * would parse the name again, a good part of an empty arena's move. */
+static size_t purge_mib[3];
+static int purge_mib_ok;
+static pthread_once_t purge_mib_once = PTHREAD_ONCE_INIT;
+
+static void purge_mib_translate(void) {
+  size_t len = 3;
+  purge_mib_ok = je_mallctlnametomib("arena.0.purge", purge_mib, &len) == 0 && len == 3;
+}
+
 /* Gives back to the system every free page the arena's shards keep
  * (dirty, muzzy, retained committed); their commit leaves maxsize. */
 static void shards_purge(sc_arena *a) {
   sc_je_arena *je = sc_je_of(a);
   unsigned n = __atomic_load_n(&je->nshards, __ATOMIC_ACQUIRE);
+  pthread_once(&purge_mib_once, purge_mib_translate);
   for (unsigned i = 0; i < n; i++) {
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "arena.%u.purge", je->shards[i]);
-    je_mallctl(cmd, NULL, NULL, NULL, 0);
+    if (purge_mib_ok) {
+      size_t mib[3] = {purge_mib[0], je->shards[i], purge_mib[2]};
+      je_mallctlbymib(mib, 3, NULL, NULL, NULL, 0);
+    } else {
+      char cmd[64];
+      snprintf(cmd, sizeof cmd, "arena.%u.purge", je->shards[i]);
+      je_mallctl(cmd, NULL, NULL, NULL, 0);
+    }
   }
 }
 
