@@ -124,16 +124,18 @@ static short *cpu_node;
  * MEMKIND_DEFAULT is malloc's. */
 static int local_in_arenas;
 
+/* Where the rseq area's CPU field lies from the thread pointer, found at
+ * start-up (one load on the fast path instead of glibc's two variables);
+ * 0 before, and where there is no rseq area. */
+static long rseq_cpu_offset;
+
 /* The CPU from the rseq area, or -1 where there is none. */
 static inline int cpu_rseq(void) {
-#if defined(RSEQ_SIG) && defined(__GNUC__) && !defined(__clang__)
-  if (__builtin_expect(__rseq_size >= 8, 1)) {
-    const struct rseq *area =
-        (const struct rseq *)(void *)((char *)__builtin_thread_pointer() + __rseq_offset);
-    return (int)__atomic_load_n(&area->cpu_id, __ATOMIC_RELAXED);
-  }
-#endif
-  return -1;
+  long offset = __atomic_load_n(&rseq_cpu_offset, __ATOMIC_RELAXED);
+  if (__builtin_expect(offset == 0, 0))
+    return -1;
+  return __atomic_load_n((const int *)(void *)((char *)__builtin_thread_pointer() + offset),
+                         __ATOMIC_RELAXED);
 }
 
 static inline int cpu_now(void) {
@@ -165,6 +167,10 @@ static void mk_init(void) {
       fprintf(stderr, "libmemkind (libsicm): MEMKIND_HBW_NODES=\"%s\" is not a node list; "
                       "using the HBM libsicm finds\n", env);
   }
+#if defined(RSEQ_SIG) && defined(__GNUC__) && !defined(__clang__)
+  if (__rseq_size >= 8 && __rseq_offset + (long)offsetof(struct rseq, cpu_id) != 0)
+    rseq_cpu_offset = __rseq_offset + (long)offsetof(struct rseq, cpu_id);
+#endif
   int mode = -1;
   local_in_arenas = get_mempolicy(&mode, NULL, 0, NULL, 0) == 0 &&
                     (mode == MPOL_DEFAULT || mode == MPOL_LOCAL);
