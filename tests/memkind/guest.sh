@@ -68,6 +68,19 @@ if [ "$machine" = nohbm ]; then
   expect "$out" "hbw_malloc: node 1"
   expect "$out" "hbw_verify_memory_region: 0"
 fi
+if [ "$machine" = hbm ]; then
+  # A thread that moves gets its new CPU's nearest HBM at its next
+  # allocation: with nodes 0 and 1 taken as HBM, each CPU's own node.
+  out=$(MEMKIND_HBW_NODES=0,1 run_ours "$b/tests/memkind/hbw_place" --moving)
+  echo "--- hbw_place --moving with MEMKIND_HBW_NODES=0,1:"
+  echo "$out"
+  expect "$out" "on CPU 0: node 0"
+  expect "$out" "on CPU 1: node 1"
+  if [ "$(printf '%s\n' "$out" | grep -c '^on CPU 0: node 0$')" != 2 ]; then
+    echo "  FAILED: expected \"on CPU 0: node 0\" twice"
+    failed=1
+  fi
+fi
 if [ -e /usr/lib/x86_64-linux-gnu/libmemkind.so.0 ]; then
   echo "--- hbw_place with Debian's memkind (for comparison, not checked):"
   run_debian "$b/tests/memkind/hbw_place"

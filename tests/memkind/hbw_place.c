@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* hbw_place.c: a program written to memkind's hbwmalloc.h and nothing
  * else: it asks for high-bandwidth memory, checks where it landed with
- * move_pages and hbw_verify_memory_region, and tries the bad inputs. */
+ * move_pages and hbw_verify_memory_region, and tries the bad inputs.
+ * With --moving it moves itself from CPU to CPU (0, 1, then 0 again) and
+ * reports where each next allocation landed. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <hbwmalloc.h>
 #include <numaif.h>
 #include <stdio.h>
@@ -12,7 +16,47 @@
 
 enum { SIZE = 8 << 20 };
 
-int main(void) {
+/* The node of every page of [p, p + size), or -1 when they differ or one
+ * cannot be read. */
+static int node_of(char *p, size_t size) {
+  long page = sysconf(_SC_PAGESIZE);
+  int first = -1;
+  for (size_t off = 0; off < size; off += (size_t)page) {
+    void *addr = p + off;
+    int status = -1;
+    if (move_pages(0, 1, &addr, NULL, &status, 0) != 0 || status < 0 ||
+        (off > 0 && status != first))
+      return -1;
+    first = status;
+  }
+  return first;
+}
+
+static int moving(void) {
+  static const int cpus[] = {0, 1, 0};
+  for (unsigned i = 0; i < sizeof cpus / sizeof cpus[0]; i++) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpus[i], &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+      printf("cannot run on CPU %d\n", cpus[i]);
+      return 1;
+    }
+    char *p = hbw_malloc(1 << 20);
+    if (p == NULL) {
+      printf("on CPU %d: null\n", cpus[i]);
+      continue;
+    }
+    memset(p, 1, 1 << 20);
+    printf("on CPU %d: node %d\n", cpus[i], node_of(p, 1 << 20));
+    hbw_free(p);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--moving") == 0)
+    return moving();
   printf("hbw_check_available: %d\n", hbw_check_available());
   printf("hbw_set_policy(42): %d\n", hbw_set_policy((hbw_policy_t)42));
   char *p = hbw_malloc(SIZE);
@@ -21,20 +65,11 @@ int main(void) {
     return 0;
   }
   memset(p, 7, SIZE);
-  long page = sysconf(_SC_PAGESIZE);
-  int first = -2, mixed = 0;
-  for (long off = 0; off < SIZE; off += page) {
-    void *addr = p + off;
-    int status = -1;
-    move_pages(0, 1, &addr, NULL, &status, 0);
-    if (first == -2)
-      first = status;
-    mixed |= status != first;
-  }
-  if (mixed)
-    printf("hbw_malloc: mixed nodes\n");
+  int node = node_of(p, SIZE);
+  if (node == -1)
+    printf("hbw_malloc: mixed or unknown nodes\n");
   else
-    printf("hbw_malloc: node %d\n", first);
+    printf("hbw_malloc: node %d\n", node);
   printf("hbw_verify_memory_region: %d\n", hbw_verify_memory_region(p, SIZE, HBW_TOUCH_PAGES));
   printf("hbw_malloc_usable_size >= size: %d\n", hbw_malloc_usable_size(p) >= SIZE);
   void *foreign = malloc(64);
