@@ -9,9 +9,9 @@
  * MEMKIND_DEFAULT too where the process's memory policy is not the
  * default (see local_in_arenas).
  * Only libsicm's public API is used, with its header's inline paths: a
- * kind's allocation is a lookup of the calling CPU's node and an inline
- * sicm_arena_alloc, its free an inline lookup of the pointer's arena and
- * an inline sicm_free. */
+ * kind's allocation is a load of the calling CPU's arena from the kind's
+ * per-CPU cache and an inline sicm_arena_alloc, its free the header's
+ * inline check of the thread's front. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -20,6 +20,7 @@
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,7 +170,8 @@ static void mk_init(void) {
   }
 #if defined(RSEQ_SIG) && defined(__GNUC__) && !defined(__clang__)
   if (__rseq_size >= 8 && __rseq_offset + (long)offsetof(struct rseq, cpu_id) != 0)
-    rseq_cpu_offset = __rseq_offset + (long)offsetof(struct rseq, cpu_id);
+    __atomic_store_n(&rseq_cpu_offset, __rseq_offset + (long)offsetof(struct rseq, cpu_id),
+                     __ATOMIC_RELAXED);
 #endif
   int mode = -1;
   local_in_arenas = get_mempolicy(&mode, NULL, 0, NULL, 0) == 0 &&
