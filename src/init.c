@@ -133,14 +133,17 @@ int sicm_fini(void) {
     pthread_mutex_unlock(&init_lock);
     return sc_fail(EPERM, "sicm_fini: the library is not initialized");
   }
-  if (init_refs == 1)
+  if (init_refs == 1) {
+    /* The placer first: the report then holds its last interval, and no
+     * interval runs while the arenas go. */
+    sc_place_before_fini();
     sc_report_before_fini();
+  }
   if (init_refs == 1 && sc_arenas_release_all() != 0) {
     pthread_mutex_unlock(&init_lock);
     return -1;
   }
   if (--init_refs == 0) {
-    sc_place_before_fini(); /* no arena of the program is left to place */
     sc_state *s = sc_state_storage();
     sc_state_publish(0);
     sc_devices_release(&s->devices);

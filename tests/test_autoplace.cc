@@ -196,6 +196,34 @@ TEST(AutoplaceConfig, TheVariableAndTheApiDoNotBothRun) {
   EXPECT_EQ(0, sicm_fini());
 }
 
+// SICM_STATS's report at the last sicm_fini is written after the placer
+// stopped, so it holds the placer's whole run.
+TEST(AutoplaceConfig, TheReportAtFiniFollowsThePlacersStop) {
+  char path[] = "/tmp/sicm-stats-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ScopedEnv placer("SICM_AUTOPLACE", "interval=20ms,mode=monitor"), stats("SICM_STATS", path);
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(0, sicm_init());
+  std::string err = testing::internal::GetCapturedStderr();
+  if (!err.empty()) {
+    EXPECT_EQ(0, sicm_fini());
+    unlink(path);
+    GTEST_SKIP() << err;
+  }
+  usleep(100 * 1000);
+  EXPECT_EQ(0, sicm_fini());
+  FILE *f = fopen(path, "r");
+  ASSERT_NE(nullptr, f);
+  std::string report;
+  char line[512];
+  while (fgets(line, sizeof line, f)) report += line;
+  fclose(f);
+  unlink(path);
+  EXPECT_NE(std::string::npos, report.find("placer: stopped")) << report;
+}
+
 // Either the kernel reports referenced pages and the monitor measures the
 // arena that is touched and not the one that is not, or the start fails
 // with ENOTSUP and says why.
