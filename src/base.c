@@ -121,9 +121,9 @@ const char *sc_env_path(const char *name, size_t max) {
   return value;
 }
 
-uint64_t sc_now_ns(void) {
+uint64_t sc_clock_ns(clockid_t id) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(id, &t);
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 

@@ -42,6 +42,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* The library defines the functions the header's inline fast path calls. */
 #define SICM_NO_INLINE
@@ -74,8 +75,9 @@ const char *sc_env_path(const char *name, size_t max);
 
 /* The base page size, read from the kernel once. */
 size_t sc_page_size(void);
-/* CLOCK_MONOTONIC in nanoseconds: one clock for every process of a host. */
-uint64_t sc_now_ns(void);
+/* A clock in nanoseconds; CLOCK_MONOTONIC is one clock for every process
+ * of a host. */
+uint64_t sc_clock_ns(clockid_t id);
 
 /* User address space without 5-level paging. */
 #define SC_ADDRESS_BITS 47

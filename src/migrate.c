@@ -154,7 +154,7 @@ static int move_to(sc_arena *a, const sc_binding *to, int guarded, int strict, i
 static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watch,
                           sicm_migration_report *report) {
   sc_window windows[SC_WINDOWS_MAX];
-  uint64_t start = sc_now_ns();
+  uint64_t start = sc_clock_ns(CLOCK_MONOTONIC);
   *report = (sicm_migration_report){0};
   /* The kind prepares.  A private arena gives back the free pages it
    * keeps.  An arena other processes share: they must not move it
@@ -200,7 +200,7 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watc
     err = errno;
   }
   report->error = err;
-  report->nanoseconds = sc_now_ns() - start;
+  report->nanoseconds = sc_clock_ns(CLOCK_MONOTONIC) - start;
   a->last_migration = *report;
   a->migrated = 1;
   __atomic_fetch_add(rc == 0 ? &a->migrations_done : &a->migrations_failed, 1, __ATOMIC_RELAXED);

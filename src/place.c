@@ -54,12 +54,6 @@ static struct {
             .sleep_lock = PTHREAD_MUTEX_INITIALIZER,
             .wake = PTHREAD_COND_INITIALIZER};
 
-static uint64_t clock_ns(clockid_t id) {
-  struct timespec t;
-  clock_gettime(id, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static int on_fast_tier(sicm_device *const *devs, int n) {
   for (int i = 0; i < n; i++)
     if (!sc_nodemask_has(&placer.fast_nodes, devs[i]->node))
@@ -122,7 +116,7 @@ static void decision_keep(unsigned slot, sc_arena *a, int from, int to, int erro
 
 static void decision_keep(unsigned slot, sc_arena *a, int from, int to, int error,
                           const sicm_migration_report *r, const char *fmt, ...) {
-  sc_decision d = {.unix_ns = clock_ns(CLOCK_REALTIME), .slot = slot, .from_node = from,
+  sc_decision d = {.unix_ns = sc_clock_ns(CLOCK_REALTIME), .slot = slot, .from_node = from,
                    .to_node = to, .error = error};
   sc_arena_name_copy(a, d.name);
   if (r != NULL) {
@@ -196,9 +190,9 @@ static int shared_enter(sc_arena *a, uint64_t generation) {
 /* One interval: measure, update, plan, move. */
 static void place_interval(uint64_t elapsed_ns) {
   sc_monitor_bytes *s = placer.sample;
-  uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+  uint64_t t0 = sc_clock_ns(CLOCK_MONOTONIC);
   int measured = sc_monitor_sample(placer.monitor, takes_part, s) == 0;
-  __atomic_fetch_add(&placer.totals.monitor_ns, clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&placer.totals.monitor_ns, sc_clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
   __atomic_store_n(&placer.totals.sample_every, placer.monitor->every, __ATOMIC_RELAXED);
   __atomic_fetch_add(&placer.totals.intervals, 1, __ATOMIC_RELAXED);
   if (!measured)
@@ -330,10 +324,10 @@ static void *placer_main(void *arg) {
   (void)arg;
   /* The first interval counts from now. */
   sc_monitor_sample(placer.monitor, takes_part, placer.sample);
-  uint64_t last = clock_ns(CLOCK_MONOTONIC), interval_ns = placer.config.interval_ms * 1000000ull;
+  uint64_t last = sc_clock_ns(CLOCK_MONOTONIC), interval_ns = placer.config.interval_ms * 1000000ull;
   /* Intervals start at a fixed rate, the time measuring and moving take
    * included; one that overran starts the next at once, never a burst. */
-  uint64_t next = clock_ns(CLOCK_REALTIME) + interval_ns;
+  uint64_t next = sc_clock_ns(CLOCK_REALTIME) + interval_ns;
   pthread_mutex_lock(&placer.sleep_lock);
   while (!placer.stop) {
     struct timespec until = {.tv_sec = (time_t)(next / 1000000000u),
@@ -343,11 +337,11 @@ static void *placer_main(void *arg) {
     if (placer.stop)
       break;
     pthread_mutex_unlock(&placer.sleep_lock);
-    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    uint64_t now = sc_clock_ns(CLOCK_MONOTONIC);
     place_interval(now - last);
     last = now;
     sc_report_placer(&placer.totals);
-    uint64_t real = clock_ns(CLOCK_REALTIME);
+    uint64_t real = sc_clock_ns(CLOCK_REALTIME);
     next = next + interval_ns > real ? next + interval_ns : real;
     pthread_mutex_lock(&placer.sleep_lock);
   }
@@ -407,7 +401,7 @@ static int placer_start(const sicm_autoplace_config *c) {
   }
   placer.totals = (sc_placer_totals){.running = 1, .monitor_only = c->monitor_only,
                                      .interval_ms = c->interval_ms,
-                                     .start_unix_ns = clock_ns(CLOCK_REALTIME),
+                                     .start_unix_ns = sc_clock_ns(CLOCK_REALTIME),
                                      .sample_every = 1,
                                      .fast_node = placer.config.devices[0]->node};
   placer.stop = 0;

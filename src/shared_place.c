@@ -40,7 +40,7 @@ static sc_shm_rate *rate_slot(sc_shm_header *h, uint64_t me, uint64_t now, int c
 
 uint64_t sc_shm_rate_share(sc_arena *a, uint64_t per_second, unsigned interval_ms) {
   sc_shm_header *h = sc_shared_of(a)->header;
-  uint64_t me = sc_shm_self_id(), now = sc_now_ns();
+  uint64_t me = sc_shm_self_id(), now = sc_clock_ns(CLOCK_MONOTONIC);
   sc_shm_rate *mine = rate_slot(h, me, now, 1);
   if (mine != NULL) {
     __atomic_store_n(&mine->per_second, per_second, __ATOMIC_RELAXED);
@@ -60,7 +60,7 @@ uint64_t sc_shm_rate_share(sc_arena *a, uint64_t per_second, unsigned interval_m
 
 int sc_shm_placer_claim(sc_arena *a) {
   sc_shm_header *h = sc_shared_of(a)->header;
-  uint64_t me = sc_shm_self_id(), now = sc_now_ns();
+  uint64_t me = sc_shm_self_id(), now = sc_clock_ns(CLOCK_MONOTONIC);
   uint64_t placer = __atomic_load_n(&h->placer, __ATOMIC_ACQUIRE);
   if (placer == me)
     return 1;
