@@ -193,6 +193,13 @@ int mk_ready(void) {
 
 static int kind_valid(memkind_t kind) { return kind >= &kinds[0] && kind < &kinds[NKINDS]; }
 
+/* Whether the heap serves the kind whenever its arenas do not:
+ * MEMKIND_REGULAR always, MEMKIND_DEFAULT under another memory policy or
+ * on a node without memory of its own. */
+static int kind_of_heap(memkind_t kind) {
+  return kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL;
+}
+
 /* Whether the kind's memory is the process heap's (for MEMKIND_DEFAULT,
  * decided at start-up). */
 static int kind_in_heap(memkind_t kind) {
@@ -399,7 +406,7 @@ static __attribute__((noinline)) void *kind_malloc_slow(memkind_t kind, size_t s
   if (kind_in_heap(kind))
     return malloc(size);
   sicm_arena arena = kind_arena_slow(kind, cpu_now());
-  if (arena == NULL && kind->memory == MEM_LOCAL)
+  if (arena == NULL && kind_of_heap(kind))
     return malloc(size); /* a node without memory of its own */
   return arena != NULL ? sicm_arena_alloc(arena, size) : NULL;
 }
@@ -443,7 +450,7 @@ void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
   }
   sicm_arena arena = kind_in_heap(kind) ? NULL : kind_arena(kind);
   if (arena == NULL)
-    return kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL ? calloc(num, size) : NULL;
+    return kind_of_heap(kind) ? calloc(num, size) : NULL;
   return sicm_arena_calloc(arena, num, size);
 }
 
@@ -457,9 +464,7 @@ int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size
   }
   sicm_arena arena = kind_in_heap(kind) ? NULL : kind_arena(kind);
   if (arena == NULL)
-    return kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL
-               ? posix_memalign(memptr, alignment, size)
-               : ENOMEM;
+    return kind_of_heap(kind) ? posix_memalign(memptr, alignment, size) : ENOMEM;
   void *p = NULL;
   if (alignment <= 4096 && size <= SMALL_MAX) {
     /* jemalloc's small classes that are multiples of the alignment start
@@ -493,8 +498,7 @@ void memkind_free(memkind_t kind, void *ptr) {
     return;
   if ((sicm_arena_lookup)(ptr) != NULL) { /* called: the front missed already */
     sicm_free(ptr);
-  } else if (kind == NULL ||
-             (kind_valid(kind) && (kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL))) {
+  } else if (kind == NULL || (kind_valid(kind) && kind_of_heap(kind))) {
     free(ptr);
   } else {
     mk_report_foreign("memkind_free", ptr);
@@ -523,7 +527,7 @@ void *memkind_realloc(memkind_t kind, void *ptr, size_t size) {
     return NULL;
   }
   sicm_arena from = sicm_arena_lookup(ptr);
-  if ((kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL) && from == NULL)
+  if (kind_of_heap(kind) && from == NULL)
     return realloc(ptr, size); /* the heap's block stays the heap's */
   if (from != NULL && kind_of_arena(from) == kind)
     return sicm_realloc(ptr, size);
@@ -540,7 +544,7 @@ void *memkind_realloc(memkind_t kind, void *ptr, size_t size) {
 int memkind_check_available(memkind_t kind) {
   if (!kind_valid(kind))
     return MEMKIND_ERROR_INVALID;
-  if (kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL)
+  if (kind_of_heap(kind))
     return 0;
   if (kind->memory == MEM_HUGETLB)
     return MEMKIND_ERROR_HUGETLB;
