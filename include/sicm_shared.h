@@ -29,6 +29,18 @@ extern "C" {
  * sicm_arena_set_device(s)() all work on it.  sicm_arena_destroy() detaches
  * it (as sicm_arena_detach()).
  *
+ * A block below 8 KiB that a thread frees waits in that thread's cache for
+ * its next allocation of the size (no lock taken): up to 1/1024 of the
+ * arena, at most 256 KiB, per thread.  Until it leaves the cache the heap
+ * counts it as used (sicm_arena_get_stats(), sicm_arena_check()) and
+ * other processes cannot have it; freeing it again fails (EINVAL).  A
+ * thread's cache goes back to the heap when it overflows, when the thread
+ * exits, when one of its allocations finds the heap full, when it calls
+ * sicm_arena_check(), and when the process detaches the arena.  The cached
+ * blocks of a process that dies, at any point, go back at the next repair,
+ * sicm_arena_check(), sicm_arena_attach() or allocation that finds the
+ * heap full, from any process.  A forked child starts with empty caches.
+ *
  * The heap survives the death of a process at any point, even while it
  * holds the heap's lock in the middle of an update: the next process to
  * take the lock rolls back the interrupted update and rebuilds the free
@@ -123,8 +135,11 @@ typedef struct sicm_heap_report {
 /* Verify every invariant of a shared arena's heap under its lock: the
  * blocks tile the heap, boundary tags agree, no two free blocks are
  * adjacent, each free list holds exactly the free blocks of its size class,
- * the bitmaps match the lists, the statistics match the blocks, and no
- * update is pending.  Fills `report` when not NULL.  Returns 0, or -1 with
+ * the bitmaps match the lists, the statistics match the blocks, every
+ * cached block names a process that caches, and no update is pending.
+ * First the calling thread's cache and the caches of processes that died
+ * go back to the heap; blocks in other live threads' caches count as used.
+ * Fills `report` when not NULL.  Returns 0, or -1 with
  * errno EINVAL (not a shared arena), ESTALE, or EUCLEAN (an invariant does
  * not hold: sicm_error_detail() says which, and where). */
 SICM_API int sicm_arena_check(sicm_arena sa, sicm_heap_report *report);

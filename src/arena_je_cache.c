@@ -141,15 +141,10 @@ static void exit_key_create(void) { pthread_key_create(&exit_key, thread_caches_
 static int thread_table_reserve(unsigned slot) {
   if (slot < sc_thread_caches.cap)
     return 0;
-  unsigned cap = sc_thread_caches.cap ? sc_thread_caches.cap : 16;
-  while (cap <= slot)
-    cap *= 2;
-  sc_thread_cache **grown = realloc(sc_thread_caches.caches, cap * sizeof *grown);
+  sc_thread_cache **grown = sc_slot_table_grow(sc_thread_caches.caches, &sc_thread_caches.cap, slot);
   if (grown == NULL)
     return -1;
-  memset(grown + sc_thread_caches.cap, 0, (cap - sc_thread_caches.cap) * sizeof *grown);
   sc_thread_caches.caches = grown;
-  sc_thread_caches.cap = cap;
   pthread_once(&exit_key_once, exit_key_create);
   pthread_setspecific(exit_key, grown);
   return 0;

@@ -168,3 +168,15 @@ uintptr_t sc_address_hole(size_t size, size_t align) {
     return 0;
   return best_lo + (((best_hi - best_lo - span) / 2) & ~(uintptr_t)(align - 1));
 }
+
+void *sc_slot_table_grow(void *table, unsigned *cap, unsigned slot) {
+  unsigned grown_cap = *cap ? *cap : 16;
+  while (grown_cap <= slot)
+    grown_cap *= 2;
+  void **grown = realloc(table, grown_cap * sizeof *grown);
+  if (grown == NULL)
+    return NULL;
+  memset(grown + *cap, 0, (grown_cap - *cap) * sizeof *grown);
+  *cap = grown_cap;
+  return grown;
+}

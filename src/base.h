@@ -75,6 +75,11 @@ const char *sc_env_path(const char *name, size_t max);
 
 /* The base page size, read from the kernel once. */
 size_t sc_page_size(void);
+/* A table of pointers indexed by arena slot (a thread's caches): `table`
+ * of *cap entries grown, new entries NULL, to hold index `slot`; returns
+ * the table (realloc's: the old one is gone) with *cap updated, or NULL
+ * when out of memory (the old table and *cap unchanged). */
+void *sc_slot_table_grow(void *table, unsigned *cap, unsigned slot);
 /* A clock in nanoseconds; CLOCK_MONOTONIC is one clock for every process
  * of a host. */
 uint64_t sc_clock_ns(clockid_t id);

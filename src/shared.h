@@ -2,7 +2,8 @@
 /* shared.h: shared arenas, a kind of arena — the layout of a shared
  * arena's segment, the kind's data, and the calls between the files that
  * own it: shared_segment.c (names, address, attach, the kind's operations
- * table), shared_heap.c (allocation, the robust lock, the update journal)
+ * table), shared_heap.c (allocation, the robust lock, the update journal),
+ * shared_cache.c (the threads' caches of freed blocks in front of the heap)
  * and shared_repair.c (repair after a dead lock holder, and the checker).
  *
  * Everything the heap needs lives in the segment, addressed by offsets from
@@ -18,7 +19,7 @@
 #include "arena.h"
 
 #define SC_SHM_MAGIC 0x4d48535f4d434953ull /* "SICM_SHM", written last by the creator */
-#define SC_SHM_VERSION 2u
+#define SC_SHM_VERSION 3u
 
 /* Two-level segregated fit (TLSF): first level = power of two, second
  * level = SC_SHM_SL_COUNT linear steps inside it; below SC_SHM_SMALL_LIMIT one
@@ -32,6 +33,10 @@
 #define SC_SHM_BLOCK_MIN 32u                                  /* header + the two list links */
 #define SC_SHM_JOURNAL_MAX 8u
 #define SC_SHM_FREE 1ull                                      /* in size_flags */
+/* In size_flags of a block a thread freed into its cache (shared_cache.c):
+ * used as far as the heap is concerned, its first payload word names the
+ * process whose cache holds it. */
+#define SC_SHM_CACHED 2ull
 #define SC_SHM_SIZE_MIN ((size_t)64 << 10)
 #define SC_SHM_SIZE_MAX ((size_t)64 << 40)
 #define SC_SHM_NAME_MAX 201                                   /* "/" + 200 */
@@ -57,6 +62,14 @@ typedef struct sc_shm_mutex {
   uint64_t holder;      /* pid | start time << 22 (clock ticks since boot); 0: none */
   uint64_t holder_ns;   /* inode of the holder's pid namespace */
 } sc_shm_mutex;
+
+/* A process whose threads cache freed blocks of the segment
+ * (shared_cache.c), as holders record themselves; owner 0: a free entry. */
+#define SC_SHM_CACHERS 64u
+typedef struct sc_shm_cacher {
+  uint64_t owner;       /* pid | start time << 22 */
+  uint64_t ns;          /* inode of its pid namespace */
+} sc_shm_cacher;
 
 /* One process's share of a segment's accesses (shared_place.c). */
 #define SC_SHM_RATES 64u
@@ -94,6 +107,9 @@ typedef struct sc_shm_header {
    * while its rate stays fresh. */
   uint64_t placer;
   sc_shm_rate rates[SC_SHM_RATES];
+  /* The processes whose caches may hold blocks; changed under the heap
+   * lock.  A dead one's blocks go back to the heap at the next reclaim. */
+  sc_shm_cacher cachers[SC_SHM_CACHERS];
 
   /* What every allocation and free touches, packed into few cache lines:
    * under contention each line moves between CPUs once per operation. */
@@ -123,6 +139,13 @@ typedef struct sc_shared_arena {
   uint64_t heap_end;            /* offset of the sentinel block */
   int lock_kind;                /* what a sound mutex of the segment holds in __kind */
   uint64_t dev, ino;            /* identity of its object, for attach */
+  /* This process's thread caches of the arena (shared_cache.c), under the
+   * record's kind_lock: its entry in the header's cachers (-1: none yet,
+   * -2: none free, so its threads do not cache), the caches, and the
+   * bytes each may hold. */
+  int cacher;
+  struct sc_shm_tcache *caches;
+  uint64_t cache_bytes_max;
 } sc_shared_arena;
 
 static inline sc_shared_arena *sc_shared_of(sc_arena *a) {
@@ -140,6 +163,22 @@ static inline uint64_t sc_shm_offset_of(const sc_shm_header *h, const void *p) {
 }
 static inline uint64_t sc_shm_block_size(const sc_shm_block *b) { return b->size_flags & ~(uint64_t)15; }
 static inline int sc_shm_block_is_free(const sc_shm_block *b) { return (b->size_flags & SC_SHM_FREE) != 0; }
+/* Neither free nor waiting in a cache: a block the program holds. */
+static inline int sc_shm_block_is_held(const sc_shm_block *b) {
+  return (__atomic_load_n(&b->size_flags, __ATOMIC_RELAXED) & (SC_SHM_FREE | SC_SHM_CACHED)) == 0;
+}
+
+/* The class (first level, second level) of a block size. */
+static inline void sc_shm_class_of(uint64_t size, unsigned *fl, unsigned *sl) {
+  if (size < SC_SHM_SMALL_LIMIT) {
+    *fl = 0;
+    *sl = (unsigned)(size / SC_SHM_ALIGN);
+    return;
+  }
+  unsigned msb = 63u - (unsigned)__builtin_clzll(size);
+  *fl = msb - (SC_SHM_SL_LOG + 4) + 1;
+  *sl = (unsigned)(size >> (msb - SC_SHM_SL_LOG)) ^ SC_SHM_SL_COUNT;
+}
 
 /* Where the heap starts: after the header, on a page of its own. */
 static inline uint64_t sc_shm_heap_begin(void) {
@@ -167,6 +206,13 @@ int sc_shm_mutex_kind(void);
 uint64_t sc_shm_self_start(void);
 /* This process as holders record it: pid | start time << 22. */
 uint64_t sc_shm_self_id(void);
+/* The inode of this process's pid namespace, as holders record it. */
+uint64_t sc_shm_self_ns(void);
+/* 1 when the process `owner` (pid | start time << 22) recorded in pid
+ * namespace `ns` is gone: no such process here, or its pid now names one
+ * that started at another time.  0 when it lives or cannot be checked
+ * from here (another pid namespace, a process this one may not look at). */
+int sc_shm_owner_gone(uint64_t owner, uint64_t ns);
 /* Takes the heap lock, repairing the heap if its holder died or is gone;
  * 0 or -1 (EUCLEAN: the segment is damaged: the lock's kind, or blocks a
  * repair cannot tile). */
@@ -192,8 +238,6 @@ void sc_shm_place_release(sc_arena *a);
 /* Lays out an empty heap in a zeroed segment of s->size bytes, the locks
  * included, and fills s's bounds; 0 or -1. */
 int sc_shm_heap_format(sc_shared_arena *s);
-/* The class (first level, second level) of a block size. */
-void sc_shm_class_of(uint64_t size, unsigned *fl, unsigned *sl);
 /* Puts free block b at the head of its class's list; 0, or -1 (EUCLEAN)
  * when the list's head is not a free block of that class. */
 int sc_shm_list_insert(sc_shared_arena *s, sc_shm_block *b);
@@ -203,6 +247,15 @@ int sc_shm_damaged(const char *field, uint64_t value);
 void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t align, int zero);
 void sc_shm_heap_free(sc_arena *a, uint64_t generation, void *ptr);
 void *sc_shm_heap_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t size);
+/* The block size serving `size` bytes, or 0 if none can. */
+uint64_t sc_shm_block_need(size_t size);
+/* The held block whose payload starts at ptr, or NULL.  Safe without the
+ * lock too: a NULL then may come from a neighbour changing meanwhile. */
+sc_shm_block *sc_shm_block_of(sc_shared_arena *s, const void *ptr);
+/* Frees b (held or cached), merging it with free neighbours; the caller
+ * holds the lock.  0, or -1 (EUCLEAN) when a neighbour or a list is
+ * damaged. */
+int sc_shm_release(sc_shared_arena *s, sc_shm_block *b);
 size_t sc_shm_heap_usable_size(sc_arena *a, const void *ptr);
 size_t sc_shm_heap_usable_for(sc_arena *a, size_t size, size_t align);
 
@@ -213,6 +266,26 @@ size_t sc_shm_heap_usable_for(sc_arena *a, size_t size, size_t align);
  * update's header words changed.  Internal: the crash test links the
  * convenience library. */
 void sc_shm_crash_at(long update, unsigned step);
+
+/* ---- shared_cache.c ---- */
+/* The kind's alloc and free: this thread's cache, else the heap. */
+void *sc_shm_cache_alloc(sc_arena *a, uint64_t generation, size_t size, size_t align, int zero);
+void sc_shm_cache_free(sc_arena *a, uint64_t generation, void *ptr);
+/* The heap's realloc, retried once after an ENOMEM has emptied this
+ * thread's cache and reclaimed the dead processes' blocks. */
+void *sc_shm_cache_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t size);
+/* Gives this thread's cached blocks of the arena back to the heap; 0 or -1. */
+int sc_shm_cache_flush_mine(sc_arena *a);
+/* Frees every cached block whose process is gone (or names no process
+ * registered as a cacher) and forgets those processes; the caller holds
+ * the lock.  Returns the bytes given back, or -1 (EUCLEAN). */
+long sc_shm_cache_reclaim(sc_shared_arena *s);
+/* Detach: every thread's cache of the arena goes back to the heap and the
+ * process leaves the cachers. */
+void sc_shm_cache_close(sc_arena *a);
+/* In a forked child: the caches it inherited hold its parent's blocks;
+ * they are dropped, unflushed. */
+void sc_shm_cache_fork_child(sc_arena *a);
 
 /* ---- shared_repair.c ---- */
 /* Undoes a journaled update left by a dead process and rebuilds the derived
@@ -238,5 +311,7 @@ void sc_shm_delay_in_create(unsigned max_us);
  * before the arena layer's. */
 void sc_shared_fork_lock(void);
 void sc_shared_fork_unlock(void);
+/* In the child, after the unlock: the thread caches it inherited go. */
+void sc_shared_fork_child(void);
 
 #endif /* SC_SHARED_H */

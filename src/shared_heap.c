@@ -39,23 +39,13 @@ uint32_t sc_shm_layout_signature(void) {
       SC_SHM_JOURNAL_MAX,         SICM_ARENA_DEVICES_MAX,    offsetof(sc_shm_header, lock),
       offsetof(sc_shm_header, journal), offsetof(sc_shm_header, free_head),
       offsetof(sc_shm_header, migrate_lock), offsetof(sc_shm_header, rates),
-      sizeof(sc_shm_rate),        SC_SHM_RATES};
+      sizeof(sc_shm_rate),        SC_SHM_RATES,                 offsetof(sc_shm_header, cachers),
+      SC_SHM_CACHERS,             SC_SHM_CACHED};
   uint32_t hash = 2166136261u; /* FNV-1a */
   const unsigned char *bytes = (const unsigned char *)parts;
   for (size_t i = 0; i < sizeof parts; i++)
     hash = (hash ^ bytes[i]) * 16777619u;
   return hash;
-}
-
-void sc_shm_class_of(uint64_t size, unsigned *fl, unsigned *sl) {
-  if (size < SC_SHM_SMALL_LIMIT) {
-    *fl = 0;
-    *sl = (unsigned)(size / SC_SHM_ALIGN);
-    return;
-  }
-  unsigned msb = 63u - (unsigned)__builtin_clzll(size);
-  *fl = msb - (SC_SHM_SL_LOG + 4) + 1;
-  *sl = (unsigned)(size >> (msb - SC_SHM_SL_LOG)) ^ SC_SHM_SL_COUNT;
 }
 
 static sc_shm_block *block_after(sc_shm_block *b) {
@@ -266,8 +256,7 @@ static sc_shm_block *carve(sc_shared_arena *s, sc_shm_block *b, uint64_t lead, u
   return taken;
 }
 
-/* The block size serving `size` bytes, or 0 if none can. */
-static uint64_t block_need(size_t size) {
+uint64_t sc_shm_block_need(size_t size) {
   if (size > SC_SHM_SIZE_MAX)
     return 0;
   uint64_t need = ((uint64_t)size + SC_SHM_ALIGN - 1) / SC_SHM_ALIGN * SC_SHM_ALIGN + SC_SHM_BLOCK_HEADER;
@@ -277,7 +266,7 @@ static uint64_t block_need(size_t size) {
 static int size_check(size_t size) {
   if (size == 0)
     return sc_fail(EINVAL, "size 0");
-  if (block_need(size) == 0)
+  if (sc_shm_block_need(size) == 0)
     return sc_fail(ENOMEM, "size %zu is too large", size);
   return 0;
 }
@@ -294,7 +283,7 @@ void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t al
   sc_shared_arena *s = sc_shared_of(a);
   if (size_check(size) != 0 || sc_shm_lock(s) != 0)
     return NULL;
-  uint64_t need = block_need(size), extra = align > SC_SHM_ALIGN ? align + SC_SHM_BLOCK_MIN : 0;
+  uint64_t need = sc_shm_block_need(size), extra = align > SC_SHM_ALIGN ? align + SC_SHM_BLOCK_MIN : 0;
   sc_shm_block *b;
   void *p = NULL;
   int rc = find_fit(s, need + extra, &b);
@@ -324,10 +313,14 @@ void *sc_shm_heap_alloc(sc_arena *a, uint64_t generation, size_t size, size_t al
   return p;
 }
 
-/* The live block whose payload starts at ptr, or NULL.  Cross-checks both
- * boundary tags against the heap's bounds, so stale and foreign pointers
- * are refused in O(1) and no tag leads outside the heap. */
-static sc_shm_block *block_of(sc_shared_arena *s, const void *ptr) {
+static uint64_t word_load(const uint64_t *word) { return __atomic_load_n(word, __ATOMIC_RELAXED); }
+
+/* Cross-checks both boundary tags against the heap's bounds, so stale and
+ * foreign pointers are refused in O(1) and no tag leads outside the heap.
+ * Each word is read once: without the lock, another process may be
+ * rewriting b's prev_size and the block below (never b's own size or the
+ * next block's prev_size, which change only when b does). */
+sc_shm_block *sc_shm_block_of(sc_shared_arena *s, const void *ptr) {
   sc_shm_header *h = s->header;
   uintptr_t p = (uintptr_t)ptr, base = (uintptr_t)h;
   if ((p & (SC_SHM_ALIGN - 1)) || p < base + s->heap_begin + SC_SHM_BLOCK_HEADER ||
@@ -335,20 +328,20 @@ static sc_shm_block *block_of(sc_shared_arena *s, const void *ptr) {
     return NULL;
   uint64_t offset = p - SC_SHM_BLOCK_HEADER - base;
   sc_shm_block *b = sc_shm_block_at(h, offset);
-  if (sc_shm_block_is_free(b) || !sc_shm_size_ok(s, b) ||
-      block_after(b)->prev_size != sc_shm_block_size(b))
+  uint64_t size_flags = word_load(&b->size_flags), size = size_flags & ~(uint64_t)15;
+  if ((size_flags & (SC_SHM_FREE | SC_SHM_CACHED)) || size < SC_SHM_BLOCK_MIN ||
+      size > s->heap_end - offset || word_load(&sc_shm_block_at(h, offset + size)->prev_size) != size)
     return NULL;
+  uint64_t prev_size = word_load(&b->prev_size);
   if (offset == s->heap_begin)
-    return b->prev_size == 0 ? b : NULL;
-  if (b->prev_size < SC_SHM_BLOCK_MIN || b->prev_size > offset - s->heap_begin ||
-      sc_shm_block_size(sc_shm_block_at(h, offset - b->prev_size)) != b->prev_size)
+    return prev_size == 0 ? b : NULL;
+  if (prev_size < SC_SHM_BLOCK_MIN || prev_size > offset - s->heap_begin ||
+      (word_load(&sc_shm_block_at(h, offset - prev_size)->size_flags) & ~(uint64_t)15) != prev_size)
     return NULL;
   return b;
 }
 
-/* Frees b, merging it with free neighbours; 0, or -1 when a neighbour or
- * a free list is damaged. */
-static int release(sc_shared_arena *s, sc_shm_block *b) {
+int sc_shm_release(sc_shared_arena *s, sc_shm_block *b) {
   sc_shm_header *h = s->header;
   uint64_t size = sc_shm_block_size(b), total = size;
   sc_shm_block *start = b, *next = block_after(b);
@@ -383,8 +376,8 @@ void sc_shm_heap_free(sc_arena *a, uint64_t generation, void *ptr) {
   sc_shared_arena *s = sc_shared_of(a);
   if (sc_shm_lock(s) != 0)
     return;
-  sc_shm_block *b = block_of(s, ptr);
-  unlock_after(s, b != NULL && release(s, b) != 0);
+  sc_shm_block *b = sc_shm_block_of(s, ptr);
+  unlock_after(s, b != NULL && sc_shm_release(s, b) != 0);
   if (b == NULL)
     sc_fail(EINVAL, "%p is not a live block of the shared arena (freed twice?)", ptr);
 }
@@ -421,9 +414,9 @@ void *sc_shm_heap_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t si
   sc_shared_arena *s = sc_shared_of(a);
   if (size_check(size) != 0 || sc_shm_lock(s) != 0)
     return NULL;
-  sc_shm_block *b = block_of(s, ptr);
+  sc_shm_block *b = sc_shm_block_of(s, ptr);
   uint64_t old_payload = b ? sc_shm_block_size(b) - SC_SHM_BLOCK_HEADER : 0;
-  int resized = b != NULL ? resize_in_place(s, b, block_need(size)) : 0;
+  int resized = b != NULL ? resize_in_place(s, b, sc_shm_block_need(size)) : 0;
   unlock_after(s, resized < 0);
   if (b == NULL)
     return sc_fail_null(EINVAL, "%p is not a live block of the shared arena", ptr);
@@ -438,7 +431,7 @@ void *sc_shm_heap_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t si
 }
 
 size_t sc_shm_heap_usable_for(sc_arena *a, size_t size, size_t align) {
-  uint64_t need = block_need(size);
+  uint64_t need = sc_shm_block_need(size);
   return need ? need - SC_SHM_BLOCK_HEADER : 0;
 }
 
@@ -446,7 +439,7 @@ size_t sc_shm_heap_usable_size(sc_arena *a, const void *ptr) {
   sc_shared_arena *s = sc_shared_of(a);
   if (sc_shm_lock(s) != 0)
     return 0;
-  sc_shm_block *b = block_of(s, ptr);
+  sc_shm_block *b = sc_shm_block_of(s, ptr);
   size_t usable = b ? sc_shm_block_size(b) - SC_SHM_BLOCK_HEADER : 0;
   sc_shm_unlock(s);
   if (b == NULL)

@@ -168,6 +168,23 @@ uint64_t sc_shm_self_id(void) {
   return __atomic_load_n(&self.holder, __ATOMIC_RELAXED);
 }
 
+uint64_t sc_shm_self_ns(void) {
+  self_ensure();
+  return __atomic_load_n(&self.ns, __ATOMIC_RELAXED);
+}
+
+int sc_shm_owner_gone(uint64_t owner, uint64_t ns) {
+  if (owner == 0)
+    return 1;
+  if (ns != sc_shm_self_ns())
+    return 0;
+  pid_t pid = (pid_t)(owner & ((1u << HOLDER_PID_BITS) - 1)), tgid = 0;
+  uint64_t start;
+  if (task_read(pid, &start, &tgid) != 0)
+    return errno == ENOENT;
+  return tgid != pid || start != owner >> HOLDER_PID_BITS;
+}
+
 static int *lock_word(sc_shm_mutex *m) { return &m->mutex.__data.__lock; }
 
 static inline void holder_record(sc_shm_mutex *m) {

@@ -72,6 +72,9 @@ int sc_shm_repair(sc_shared_arena *s) {
   int rc = journal_undo(s);
   if (rc == 0)
     rc = rebuild(s);
+  /* The dead holder's cached blocks, and those of any process gone. */
+  if (rc == 0 && sc_shm_cache_reclaim(s) < 0)
+    rc = -1;
   h->repairs++;
   if (rc == 0)
     __atomic_store_n(&h->journal_count, 0, __ATOMIC_RELEASE);
@@ -88,6 +91,13 @@ static int broken(const char *what, uint64_t offset) {
 static int offset_cmp(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
+}
+
+static int cacher_listed(const sc_shm_header *h, uint64_t owner) {
+  for (unsigned i = 0; i < SC_SHM_CACHERS; i++)
+    if (owner != 0 && h->cachers[i].owner == owner)
+      return 1;
+  return 0;
 }
 
 /* Walks the blocks: tiling, boundary tags, coalescing, counters.  Collects
@@ -109,6 +119,11 @@ static int check_blocks(sc_shared_arena *s, uint64_t **frees, size_t *nfrees, si
       rc = broken("a block's prev_size is not the size of the block below", offset);
     else if (sc_shm_block_is_free(b) && prev_free)
       rc = broken("two free blocks are adjacent (not coalesced)", offset);
+    else if ((b->size_flags & 15) != 0 && (b->size_flags & 15) != SC_SHM_FREE &&
+             (b->size_flags & 15) != SC_SHM_CACHED)
+      rc = broken("a block's flags say neither free, cached nor held", offset);
+    else if ((b->size_flags & 15) == SC_SHM_CACHED && !cacher_listed(h, b->next_free))
+      rc = broken("a cached block names no process among the cachers", offset);
     if (rc != 0)
       break;
     if (sc_shm_block_is_free(b)) {

@@ -412,6 +412,14 @@ static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 void sc_shared_fork_lock(void) { pthread_mutex_lock(&attach_lock); }
 void sc_shared_fork_unlock(void) { pthread_mutex_unlock(&attach_lock); }
 
+void sc_shared_fork_child(void) {
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = sc_arena_slots[slot];
+    if (a != NULL && a->ops == &shared_ops && a->live_generation != 0)
+      sc_shm_cache_fork_child(a);
+  }
+}
+
 static sicm_arena attach_locked(int fd, const char *name) {
   sc_shm_header *copy = malloc(sizeof *copy);
   struct stat st;
@@ -436,6 +444,15 @@ static sicm_arena attach_locked(int fd, const char *name) {
   if (sa == NULL) {
     int err = errno;
     munmap(segment.header, segment.size);
+    errno = err;
+  } else {
+    /* Blocks that processes gone since cached go back now (a damaged heap
+     * fails the calls that use it, not the attach). */
+    int err = errno;
+    if (sc_shm_lock(&segment) == 0) {
+      (void)sc_shm_cache_reclaim(&segment);
+      sc_shm_unlock(&segment);
+    }
     errno = err;
   }
   return sa;
@@ -482,9 +499,9 @@ int sicm_arena_check(sicm_arena sa, sicm_heap_report *report) {
   if (a == NULL)
     return -1;
   sc_shared_arena *s = sc_shared_of(a);
-  if (sc_shm_lock(s) != 0)
+  if (sc_shm_cache_flush_mine(a) != 0 || sc_shm_lock(s) != 0)
     return -1;
-  int rc = sc_shm_check_locked(s, report);
+  int rc = sc_shm_cache_reclaim(s) < 0 ? -1 : sc_shm_check_locked(s, report);
   int err = errno;
   sc_shm_unlock(s);
   errno = err;
@@ -572,6 +589,7 @@ static int shared_stats(sc_arena *a, sicm_arena_stats *out) {
 /* Detach: the windows (the segment's mapping) go; the segment lives on for
  * the other processes. */
 static int shared_close(sc_arena *a) {
+  sc_shm_cache_close(a);
   sc_shm_place_release(a);
   return 0;
 }
@@ -579,9 +597,9 @@ static int shared_close(sc_arena *a) {
 static const sc_arena_ops shared_ops = {
     .open = shared_open,
     .close = shared_close,
-    .alloc = sc_shm_heap_alloc,
-    .free = sc_shm_heap_free,
-    .realloc = sc_shm_heap_realloc,
+    .alloc = sc_shm_cache_alloc,
+    .free = sc_shm_cache_free,
+    .realloc = sc_shm_cache_realloc,
     .usable_size = sc_shm_heap_usable_size,
     .usable_for = sc_shm_heap_usable_for,
     .stats = shared_stats,

@@ -394,10 +394,10 @@ TEST_F(Shared, MemoryFreedByOneProcessIsReusedByAnother) {
   void *p = sicm_arena_alloc(a, 1000);
   void *fence = sicm_arena_alloc(a, 100);  // keeps p from merging with the rest
   ASSERT_TRUE(keep && p && fence);
-  pid_t child = Spawn(a, name, [p](sicm_arena) {
+  pid_t child = Spawn(a, name, [p](sicm_arena b) {
     errno = 0;
-    sicm_free(p);
-    return errno == 0 ? 0 : 1;
+    sicm_free(p);  // into the thread's cache; the detach gives it back
+    return errno == 0 && sicm_arena_detach(b) == 0 ? 0 : 1;
   });
   errno = 0;
   ASSERT_EQ(0, WaitExit(child));
@@ -453,6 +453,93 @@ TEST_F(Shared, ThreadsOfOneProcessShareTheHeap) {
   ExpectHeapOk(a, &r);
   EXPECT_EQ(0u, r.blocks_used);
   munmap(box, sizeof(Mailbox));
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+// ---- the threads' caches of freed blocks ----
+
+TEST_F(Shared, AThreadsFreedBlocksWaitInItsCacheUntilItExits) {
+  sicm_arena a = Create(1 << 20);
+  ASSERT_NE(nullptr, a);
+  void *p = sicm_arena_alloc(a, 64), *q = nullptr;
+  ASSERT_NE(nullptr, p);
+  std::atomic<int> step{0};
+  std::thread t([&] {
+    sicm_free(p);
+    q = sicm_arena_alloc(a, 64);  // the block it just freed
+    sicm_free(q);
+    step = 1;
+    while (step != 2) usleep(100);
+  });
+  while (step != 1) usleep(100);
+  EXPECT_EQ(p, q);
+  sicm_heap_report r;
+  ExpectHeapOk(a, &r);
+  EXPECT_EQ(1u, r.blocks_used) << "the block waits in the other thread's cache";
+  errno = 0;
+  sicm_free(p);
+  EXPECT_EQ(EINVAL, errno) << "a cached block is a freed block";
+  step = 2;
+  t.join();
+  ExpectHeapOk(a, &r);
+  EXPECT_EQ(0u, r.blocks_used) << "the thread's exit gave it back";
+  EXPECT_EQ(1u, r.blocks_free);
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+// A child that dies with blocks in its cache, by exit or by SIGKILL: they
+// go back at the next check, and an allocation that finds the heap full
+// takes them back too.
+TEST_F(Shared, BlocksCachedByAProcessThatDiedGoBackToTheHeap) {
+  std::string name;
+  sicm_arena a = Create(1 << 20, &name);
+  ASSERT_NE(nullptr, a);
+  for (int how : {0, SIGKILL}) {
+    std::vector<void *> blocks;
+    for (void *p; (p = sicm_arena_alloc(a, 64)) != nullptr;) blocks.push_back(p);
+    ASSERT_EQ(ENOMEM, errno);
+    ASSERT_GT(blocks.size(), 8u);
+    std::vector<void *> freed(blocks.end() - 4, blocks.end());
+    blocks.resize(blocks.size() - 4);
+    pid_t child = Spawn(a, name, [&](sicm_arena) {
+      for (void *p : freed) sicm_free(p);
+      if (how) raise(how);
+      return 0;
+    });
+    EXPECT_EQ(how ? 128 + how : 0, WaitExit(child));
+    void *again = sicm_arena_alloc(a, 64);
+    EXPECT_TRUE(again == freed[0] || again == freed[1] || again == freed[2] || again == freed[3])
+        << "the full heap took back the dead child's cache";
+    if (again) blocks.push_back(again);
+    for (void *p : blocks) sicm_free(p);
+    sicm_heap_report r;
+    ExpectHeapOk(a, &r);
+    EXPECT_EQ(0u, r.blocks_used);
+    EXPECT_EQ(1u, r.blocks_free);
+  }
+  EXPECT_EQ(0, sicm_arena_detach(a));
+}
+
+// A forked child inherits its parent's thread cache in its copy of memory;
+// the blocks are still the parent's, so the child must not hand them out.
+TEST_F(Shared, AForkedChildDoesNotReuseItsParentsCachedBlocks) {
+  sicm_arena a = Create(1 << 20);
+  ASSERT_NE(nullptr, a);
+  void *p = sicm_arena_alloc(a, 200);
+  ASSERT_NE(nullptr, p);
+  sicm_free(p);
+  pid_t child = fork();
+  if (child == 0) {
+    void *q = sicm_arena_alloc(a, 200);
+    sicm_free(q);
+    _exit(q == nullptr ? 2 : q == p ? 1 : 0);
+  }
+  EXPECT_EQ(0, WaitExit(child));
+  EXPECT_EQ(p, sicm_arena_alloc(a, 200)) << "still in the parent's cache";
+  sicm_free(p);
+  sicm_heap_report r;
+  ExpectHeapOk(a, &r);
+  EXPECT_EQ(0u, r.blocks_used) << "the child's cache went back when it exited";
   EXPECT_EQ(0, sicm_arena_detach(a));
 }
 
