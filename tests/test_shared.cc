@@ -490,7 +490,7 @@ TEST_F(Shared, AThreadsFreedBlocksWaitInItsCacheUntilItExits) {
 // A child that dies with blocks in its cache, by exit or by SIGKILL: they
 // go back at the next check, and an allocation that finds the heap full
 // takes them back too.
-TEST_F(Shared, BlocksCachedByAProcessThatDiedGoBackToTheHeap) {
+TEST_F(Shared, BlocksCachedByAForkedChildThatDiedGoBackToTheHeap) {
   std::string name;
   sicm_arena a = Create(1 << 20, &name);
   ASSERT_NE(nullptr, a);
