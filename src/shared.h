@@ -161,11 +161,20 @@ static inline sc_shm_block *sc_shm_block_at(sc_shm_header *h, uint64_t offset) {
 static inline uint64_t sc_shm_offset_of(const sc_shm_header *h, const void *p) {
   return (uint64_t)((const char *)p - (const char *)h);
 }
-static inline uint64_t sc_shm_block_size(const sc_shm_block *b) { return b->size_flags & ~(uint64_t)15; }
-static inline int sc_shm_block_is_free(const sc_shm_block *b) { return (b->size_flags & SC_SHM_FREE) != 0; }
-/* Neither free nor waiting in a cache: a block the program holds. */
-static inline int sc_shm_block_is_held(const sc_shm_block *b) {
-  return (__atomic_load_n(&b->size_flags, __ATOMIC_RELAXED) & (SC_SHM_FREE | SC_SHM_CACHED)) == 0;
+/* Header words are read atomically: a thread of any process may mark its
+ * own block cached, or not, without the lock (shared_cache.c). */
+static inline uint64_t sc_shm_block_flags(const sc_shm_block *b) {
+  return __atomic_load_n(&b->size_flags, __ATOMIC_RELAXED) & 15;
+}
+static inline uint64_t sc_shm_block_size(const sc_shm_block *b) {
+  return __atomic_load_n(&b->size_flags, __ATOMIC_RELAXED) & ~(uint64_t)15;
+}
+static inline int sc_shm_block_is_free(const sc_shm_block *b) {
+  return (sc_shm_block_flags(b) & SC_SHM_FREE) != 0;
+}
+/* The process a cached block names (its next_free word). */
+static inline uint64_t sc_shm_cached_owner(const sc_shm_block *b) {
+  return __atomic_load_n(&b->next_free, __ATOMIC_RELAXED);
 }
 
 /* The class (first level, second level) of a block size. */

@@ -79,7 +79,7 @@ static inline sc_shm_tcache *cache_of(const sc_arena *a, uint64_t generation) {
  * otherwise was damaged, and the block is not c's to give. */
 static inline int cached_by(const sc_shm_tcache *c, const sc_shm_block *b) {
   return (__atomic_load_n(&b->size_flags, __ATOMIC_ACQUIRE) & 15) == SC_SHM_CACHED &&
-         __atomic_load_n(&b->next_free, __ATOMIC_RELAXED) == c->owner;
+         sc_shm_cached_owner(b) == c->owner;
 }
 
 /* ---- giving blocks back (each under one lock) ---- */
@@ -334,7 +334,7 @@ long sc_shm_cache_reclaim(sc_shared_arena *s) {
     if (!sc_shm_size_ok(s, b))
       return sc_shm_damaged("block size", b->size_flags);
     uint64_t flags = __atomic_load_n(&b->size_flags, __ATOMIC_ACQUIRE) & 15;
-    if (flags == SC_SHM_CACHED && !owner_listed(live, nlive, b->next_free)) {
+    if (flags == SC_SHM_CACHED && !owner_listed(live, nlive, sc_shm_cached_owner(b))) {
       given += (long)sc_shm_block_size(b);
       if (sc_shm_release(s, b) != 0)
         return -1;

@@ -50,7 +50,7 @@ static int rebuild(sc_shared_arena *s) {
       return sc_fail(EUCLEAN, "shared arena damaged beyond repair: the block at offset 0x%llx "
                               "has size 0x%llx, so the blocks do not tile the heap",
                      (unsigned long long)offset, (unsigned long long)b->size_flags);
-    b->prev_size = prev_size;
+    __atomic_store_n(&b->prev_size, prev_size, __ATOMIC_RELAXED); /* read without the lock */
     if (sc_shm_block_is_free(b)) {
       if (sc_shm_list_insert(s, b) != 0)
         return -1;
@@ -119,10 +119,10 @@ static int check_blocks(sc_shared_arena *s, uint64_t **frees, size_t *nfrees, si
       rc = broken("a block's prev_size is not the size of the block below", offset);
     else if (sc_shm_block_is_free(b) && prev_free)
       rc = broken("two free blocks are adjacent (not coalesced)", offset);
-    else if ((b->size_flags & 15) != 0 && (b->size_flags & 15) != SC_SHM_FREE &&
-             (b->size_flags & 15) != SC_SHM_CACHED)
+    else if (sc_shm_block_flags(b) != 0 && sc_shm_block_flags(b) != SC_SHM_FREE &&
+             sc_shm_block_flags(b) != SC_SHM_CACHED)
       rc = broken("a block's flags say neither free, cached nor held", offset);
-    else if ((b->size_flags & 15) == SC_SHM_CACHED && !cacher_listed(h, b->next_free))
+    else if (sc_shm_block_flags(b) == SC_SHM_CACHED && !cacher_listed(h, sc_shm_cached_owner(b)))
       rc = broken("a cached block names no process among the cachers", offset);
     if (rc != 0)
       break;
