@@ -400,6 +400,29 @@ void mk_hbw_free(void *ptr) {
  * rounding costs less than the general path. */
 #define SMALL_MAX 4096
 
+/* Clears n bytes at p.  Up to 64 bytes, two fixed-size clears that may
+ * overlap: each is a store or two inline, where the C library's memset is
+ * a call that under emulation costs more than the allocation itself. */
+static inline void *clear_small(void *p, size_t n) {
+  char *c = p;
+  if (n > 64)
+    return memset(p, 0, n);
+  if (n >= 32) {
+    memset(c, 0, 32);
+    memset(c + n - 32, 0, 32);
+  } else if (n >= 16) {
+    memset(c, 0, 16);
+    memset(c + n - 16, 0, 16);
+  } else if (n >= 8) {
+    memset(c, 0, 8);
+    memset(c + n - 8, 0, 8);
+  } else {
+    for (size_t i = 0; i < n; i++)
+      c[i] = 0;
+  }
+  return p;
+}
+
 static __attribute__((noinline)) void *kind_malloc_slow(memkind_t kind, size_t size) {
   if (size == 0)
     return NULL;
@@ -422,6 +445,21 @@ void *mk_kind_malloc(memkind_t kind, size_t size) {
   return __builtin_expect(p != NULL, 1) ? p : (sicm_arena_alloc)(arena, size);
 }
 
+static __attribute__((noinline)) void *kind_calloc_slow(memkind_t kind, size_t total) {
+  void *p = kind_malloc_slow(kind, total);
+  return p ? clear_small(p, total) : NULL;
+}
+
+/* calloc of 1 .. SMALL_MAX bytes: mk_kind_malloc's path, cleared here,
+ * with no call but the clear's when the front serves it. */
+static __attribute__((noinline)) void *kind_calloc_small(memkind_t kind, size_t total) {
+  sicm_arena arena = kind_arena_cached(kind, cpu_rseq());
+  void *p = arena != NULL ? sicm_front_alloc_v2(&sicm_front_v2, (uintptr_t)arena, total) : NULL;
+  if (__builtin_expect(p == NULL, 0))
+    return kind_calloc_slow(kind, total);
+  return clear_small(p, total);
+}
+
 void *memkind_malloc(memkind_t kind, size_t size) {
   if (!kind_valid(kind)) {
     errno = EINVAL;
@@ -434,6 +472,16 @@ void *memkind_malloc(memkind_t kind, size_t size) {
   return mk_kind_malloc(kind, size);
 }
 
+static __attribute__((noinline)) void *kind_calloc_large(memkind_t kind, size_t num, size_t size) {
+  sicm_arena arena = kind_in_heap(kind) ? NULL : kind_arena(kind);
+  if (arena == NULL)
+    return kind_of_heap(kind) ? calloc(num, size) : NULL;
+  return sicm_arena_calloc(arena, num, size);
+}
+
+/* Every path ends in a tail call: a small block (cleared here, so that it
+ * comes by the front, which gives the heap's kinds malloc's) needs no
+ * stack frame here. */
 void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
   if (!kind_valid(kind)) {
     errno = EINVAL;
@@ -442,16 +490,9 @@ void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
   if (num == 0 || size == 0)
     return NULL;
   size_t total;
-  if (!__builtin_mul_overflow(num, size, &total) && total <= SMALL_MAX) {
-    /* A small block is cleared here, so that it comes by the fast path
-     * (which gives the heap's kinds malloc's). */
-    void *p = mk_kind_malloc(kind, total);
-    return p ? memset(p, 0, total) : NULL;
-  }
-  sicm_arena arena = kind_in_heap(kind) ? NULL : kind_arena(kind);
-  if (arena == NULL)
-    return kind_of_heap(kind) ? calloc(num, size) : NULL;
-  return sicm_arena_calloc(arena, num, size);
+  if (!__builtin_mul_overflow(num, size, &total) && total <= SMALL_MAX)
+    return kind_calloc_small(kind, total);
+  return kind_calloc_large(kind, num, size);
 }
 
 int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size_t size) {
