@@ -298,9 +298,8 @@ void sc_shm_cache_fork_child(sc_arena *a) {
   s->caches = NULL;
   s->cacher = 0;
   s->cache_bytes_max = 0;
-  for (unsigned slot = 0; slot < table.cap; slot++)
-    if (table.caches[slot] != NULL)
-      table.caches[slot]->generation = 0;
+  if (a->slot < table.cap && table.caches[a->slot] != NULL) /* the forking thread's */
+    table.caches[a->slot]->generation = 0;
 }
 
 /* ---- reclaim ---- */
