@@ -308,8 +308,9 @@ enum sicm_arena_flags {
  * Cost: an arena reserves 16 GiB of address space (no memory) and a little
  * metadata; threads that use it at the same time get allocator arenas of
  * their own, up to one per CPU and at most 8 (one for a maxsize below
- * 256 MiB); a thread caches up to 256 KiB per size class and arena, given
- * back at thread exit or destroy.  What a destroyed arena leaves is reused
+ * 256 MiB); a thread caches up to 256 KiB per size class and arena, and
+ * the one large block (up to 4 MiB) it freed last, given back at thread
+ * exit or destroy.  What a destroyed arena leaves is reused
  * by the next ones, so a process that creates and destroys arenas in a
  * loop stays flat.  BENCHMARKS.md ("What an arena costs") has the figures.
  * Returns the arena, or NULL with errno

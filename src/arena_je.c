@@ -152,6 +152,7 @@ static int maxsize_relieve(sc_arena *a, sc_thread_cache *cache) {
   if (cache != NULL) {
     for (unsigned b = 0; b < sc_je_size_classes.nbins; b++)
       sc_bin_flush(cache, b, 0);
+    sc_large_flush(cache);
     if (cache->flag != MALLOCX_TCACHE_NONE)
       je_mallctl("tcache.flush", NULL, NULL, &cache->tcache, sizeof cache->tcache);
   }
@@ -197,6 +198,11 @@ static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t a
   }
   if (size_check(a, sz) != 0)
     return NULL;
+  if (align == 0 && !zero && cache != NULL) {
+    void *p = sc_large_take(cache, sc_class_of(sz));
+    if (p != NULL)
+      return p;
+  }
   int flags = alloc_flags(a, cache) | (align ? MALLOCX_ALIGN(align) : 0) |
               (zero ? MALLOCX_ZERO : 0);
   sc_je_hook_failed = 0;
@@ -229,8 +235,11 @@ static void private_free(sc_arena *a, uint64_t generation, void *ptr) {
     return;
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);
   int flag = cache ? cache->flag : MALLOCX_TCACHE_NONE;
-  if (cls < sc_je_size_classes.nbins && cache != NULL) {
-    sc_bin_free(cache, cls, ptr);
+  if (cache != NULL) {
+    if (cls < sc_je_size_classes.nbins)
+      sc_bin_free(cache, cls, ptr);
+    else
+      sc_large_free(cache, cls, ptr);
     return;
   }
   if (cls >= sc_je_size_classes.nbins)

@@ -71,6 +71,12 @@ extern SC_TLS int sc_je_hook_failed;
 #define SC_BINS_MAX 64
 #define SC_BIN_LOOKUP_MAX 32768         /* classes above this are not binned (tcache_max) */
 
+/* Past the bins, a thread keeps the one large block it freed last, up to
+ * this size, for its next allocation of that class in the same arena: the
+ * pair then takes no extent lock, search or split in jemalloc, whose
+ * tcache stops at SC_BIN_LOOKUP_MAX.  Not in a small maxsize arena. */
+#define SC_LARGE_KEEP_MAX ((size_t)4 << 20)
+
 #define SC_CLASSES_MAX 255                /* a page tag holds class + 1 */
 
 /* jemalloc's size classes, read from it once (sc_je_classes_init): the
@@ -149,6 +155,9 @@ typedef struct sc_thread_cache {
   unsigned shard;                      /* position in the arena's shards */
   int alloc_flags;                     /* flag | sc_je_arena_flag(this thread's shard) */
   unsigned tcache;                     /* jemalloc's id of the explicit tcache */
+  unsigned large_last;                 /* largest class kept in large; 0: none */
+  unsigned large_class;                /* class of large */
+  void *large;                         /* a freed large block kept, or NULL */
   sc_bin bins[];                       /* sc_je_size_classes.nbins */
 } sc_thread_cache;
 
@@ -203,6 +212,43 @@ static inline void sc_page_class_clear(void *p) {
   uint8_t *tag = sc_page_tag_of(p);
   if (tag != NULL)
     __atomic_store_n(tag, 0, __ATOMIC_RELAXED);
+}
+
+/* Gives back the large block the thread keeps, if any. */
+static inline void sc_large_flush(sc_thread_cache *cache) {
+  void *p = cache->large;
+  if (p != NULL) {
+    cache->large = NULL;
+    sc_page_class_clear(p);
+    je_sdallocx(p, sc_je_size_classes.size[cache->large_class], cache->flag);
+  }
+}
+
+/* The kept large block if it is of class cls (its tag still names cls). */
+static inline void *sc_large_take(sc_thread_cache *cache, unsigned cls) {
+  void *p = cache->large;
+  if (p == NULL || cache->large_class != cls)
+    return NULL;
+  cache->large = NULL;
+  return p;
+}
+
+/* Frees ptr, a large block of class cls: kept in place of the block kept
+ * before, which goes back, or given back when too large to keep.  0, or -1
+ * with errno EINVAL when ptr is the kept block (a double free: nothing is
+ * done).  A kept block keeps its tag, so its second free comes here. */
+static inline int sc_large_free(sc_thread_cache *cache, unsigned cls, void *ptr) {
+  if (cls > cache->large_last) {
+    sc_page_class_clear(ptr);
+    je_sdallocx(ptr, sc_je_size_classes.size[cls], cache->flag);
+    return 0;
+  }
+  if (ptr == cache->large)
+    return sc_fail(EINVAL, "double free of %p: it is the large block freed last", ptr);
+  sc_large_flush(cache);
+  cache->large = ptr;
+  cache->large_class = cls;
+  return 0;
 }
 
 /* ---- arena_je_fast.c ---- */

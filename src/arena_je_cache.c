@@ -2,7 +2,8 @@
 /* arena_je_cache.c: jemalloc's small size classes, and the per-(thread,
  * arena) caches of private arenas.  Each thread keeps, per arena it uses,
  * bins of small regions it freed (no lock, no jemalloc call on a hit) in
- * front of an explicit jemalloc tcache of its own for that arena.  Neither
+ * front of an explicit jemalloc tcache of its own for that arena, and the
+ * one large block it freed last.  Neither
  * ever holds another arena's regions, so arenas never hand out each
  * other's memory.  The arena records its tcache ids so that destroy can
  * flush them all; a cache left over from a destroyed arena is recognised
@@ -116,6 +117,7 @@ static void thread_caches_exit(void *table) {
     if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == cache->generation) {
       for (unsigned b = 0; b < sc_je_size_classes.nbins; b++)
         sc_bin_flush(cache, b, 0);
+      sc_large_flush(cache);
       sc_je_of(a)->shard_threads[cache->shard]--;
       if (cache->flag != MALLOCX_TCACHE_NONE) {
         sc_je_arena *je = sc_je_of(a);
@@ -227,6 +229,11 @@ sc_thread_cache *sc_thread_cache_slow(sc_arena *a, uint64_t generation) {
   for (unsigned b = 0; b < sc_je_size_classes.nbins; b++) {
     size_t limit = budget / sc_je_size_classes.size[b];
     cache->bins[b].limit = limit < least ? least : limit > SC_BIN_CAP ? SC_BIN_CAP : (unsigned)limit;
+  }
+  if (!small) {
+    const sc_je_classes *c = &sc_je_size_classes;
+    unsigned last = sc_class_of(c->tagged_max < SC_LARGE_KEEP_MAX ? c->tagged_max : SC_LARGE_KEEP_MAX);
+    cache->large_last = last >= c->nbins ? last : 0;
   }
   cache->generation = generation;
   tcache_create(a, cache, !small);

@@ -6,7 +6,7 @@
  * adapters) pays one call, not the lookups.  Past the front it serves this
  * thread's bins of any private arena straight from the handle (alloc) or
  * from the pointer's page tag and window owner (free), and large blocks
- * with one jemalloc call: no call through the operations table, no query
+ * from the one the thread kept or with one jemalloc call: no call through the operations table, no query
  * to jemalloc for a size.  Whatever else goes to the entry points of every
  * kind in arena_alloc.c.  A small allocation makes its arena the front. */
 #include "arena_je.h"
@@ -69,10 +69,14 @@ static __attribute__((noinline)) void *arena_alloc_cached(sicm_arena sa, size_t 
        * gives back what maxsize counts and says why. */
       if (sz - 1 < sc_je_size_classes.tagged_max && /* not 0 */
           sz <= __atomic_load_n(&a->capacity, __ATOMIC_RELAXED)) {
+        unsigned cls = sc_class_of(sz);
+        void *p = sc_large_take(cache, cls);
+        if (p != NULL)
+          return p;
         sc_je_hook_failed = 0;
-        void *p = je_mallocx(sz, cache->alloc_flags);
+        p = je_mallocx(sz, cache->alloc_flags);
         if (p != NULL) {
-          sc_page_class_set(p, sc_class_of(sz));
+          sc_page_class_set(p, cls);
           return p;
         }
       }
@@ -94,12 +98,10 @@ static __attribute__((noinline)) void free_cached(void *ptr) {
       if (cache != NULL &&
           cache->generation ==
               __atomic_load_n(&sc_arena_slots[slot]->live_generation, __ATOMIC_ACQUIRE)) {
-        if (cls < sc_je_size_classes.nbins) {
+        if (cls < sc_je_size_classes.nbins)
           sc_bin_free(cache, cls, ptr);
-        } else {
-          sc_page_class_clear(ptr);
-          je_sdallocx(ptr, sc_je_size_classes.size[cls], cache->flag);
-        }
+        else
+          sc_large_free(cache, cls, ptr);
         return;
       }
     }

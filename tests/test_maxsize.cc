@@ -188,3 +188,60 @@ TEST_F(MaxsizeStress, RoundsOfTrafficAndDestroyReturnResidentMemory) {
 }
 
 }  // namespace
+
+// A thread keeps the large block (up to 4 MiB) it freed last for its next
+// allocation of that class in the same arena; another thread does not get
+// it, it counts as allocated while kept (as jemalloc counts its thread
+// caches), and it goes back when the thread exits.
+TEST_F(Maxsize, AThreadKeepsTheLargeBlockItFreedLastUntilItExits) {
+  sicm_arena a = sicm_arena_create(0, dev_);
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  size_t while_kept = 0;
+  std::thread([&] {
+    void *p = sicm_arena_alloc(a, 1 << 20);
+    ASSERT_NE(nullptr, p);
+    sicm_free(p);
+    std::thread([&] {
+      void *other = sicm_arena_alloc(a, 1 << 20);
+      EXPECT_NE(p, other) << "another thread's allocation";
+      sicm_free(other);
+    }).join();
+    void *again = sicm_arena_alloc(a, 1 << 20);
+    EXPECT_EQ(p, again) << "the next allocation of the class";
+    sicm_free(again);
+    sicm_arena_stats st;
+    ASSERT_EQ(0, sicm_arena_get_stats(a, &st));
+    while_kept = st.allocated;
+  }).join();
+  EXPECT_GE(while_kept, (size_t)1 << 20) << "kept, it counts as allocated";
+  sicm_arena_stats st;
+  ASSERT_EQ(0, sicm_arena_get_stats(a, &st));
+  EXPECT_LT(st.allocated, (size_t)1 << 20) << "the thread exited: it went back";
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+// What a thread keeps never costs it an allocation: a full arena gives the
+// kept block back and tries again.  (256 MiB is a size class; jemalloc
+// adds a page to a large block: with the 4 MiB block kept, the two would
+// pass maxsize by two pages.)  A small maxsize arena keeps none.
+TEST_F(Maxsize, AKeptLargeBlockGoesBackWhenTheArenaIsFull) {
+  sicm_arena a = sicm_arena_create((size_t)260 << 20, dev_);
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  void *p = sicm_arena_alloc(a, 4 << 20);
+  ASSERT_NE(nullptr, p);
+  sicm_free(p);
+  void *most = sicm_arena_alloc(a, (size_t)256 << 20);
+  EXPECT_NE(nullptr, most) << sicm_error_detail();
+  sicm_free(most);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+
+  sicm_arena small = sicm_arena_create(32 << 20, dev_);
+  ASSERT_NE(nullptr, small) << sicm_error_detail();
+  p = sicm_arena_alloc(small, 1 << 20);
+  ASSERT_NE(nullptr, p);
+  sicm_free(p);
+  sicm_arena_stats st;
+  ASSERT_EQ(0, sicm_arena_get_stats(small, &st));
+  EXPECT_EQ(0u, st.allocated) << "a small arena keeps no large block";
+  EXPECT_EQ(0, sicm_arena_destroy(small));
+}
