@@ -27,6 +27,11 @@ typedef struct sc_window {
   char *base;
   size_t size;
   size_t used;                  /* bytes handed out, from base */
+  /* Bytes from base that may hold resident pages: the end of the highest
+   * range jemalloc committed (it touches nothing else; the rest of what
+   * it took is retained address space), or used in a shared arena.
+   * Residency scans and moves stop there. */
+  size_t reach;
 } sc_window;
 
 /* Where an arena's pages go: the devices and the mbind policy over them. */
@@ -245,6 +250,8 @@ void sc_arenas_fork_unlock(int child);
 /* slot + 1 of the arena owning each chunk (| SC_CHUNK_PARTIAL); 0: none. */
 extern uint16_t sc_chunk_owner[SC_CHUNK_COUNT];
 int sc_window_contains(const sc_arena *a, uintptr_t p);
+/* Raises the reach of the window holding [p, p + len) to cover it. */
+void sc_window_reach(sc_arena *a, void *p, size_t len);
 /* The arena owning address p (live or being destroyed), or NULL.
  * Lock-free; inline: every free looks its pointer up. */
 static inline sc_arena *sc_window_owner(const void *p) {

@@ -111,6 +111,8 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
       held_release(a, size);
     return NULL;
   }
+  if (*commit)
+    sc_window_reach(a, p, size);
   *zero = true; /* never-opened window pages read as zero */
   return p;
 }
@@ -139,6 +141,7 @@ static bool hook_commit(extent_hooks_t *hooks, void *addr, size_t size, size_t o
     held_release(a, length);
     return true;
   }
+  sc_window_reach(a, (char *)addr + offset, length);
   return false;
 }
 

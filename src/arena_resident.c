@@ -85,7 +85,7 @@ long sc_resident_runs(char *base, size_t len, sc_resident_run_fn fn, void *ctx) 
 long sc_windows_resident_pages(const sc_window *w, unsigned n) {
   long total = 0;
   for (unsigned i = 0; i < n; i++) {
-    long pages = sc_resident_pages(w[i].base, w[i].used, NULL);
+    long pages = sc_resident_pages(w[i].base, w[i].reach, NULL);
     if (pages < 0)
       return -1;
     total += pages;

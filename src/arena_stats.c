@@ -34,14 +34,14 @@ static int residency_flush(sc_page_list *l, void *ctx) {
 int sc_windows_residency(const sc_window *w, unsigned n, size_t *bytes, size_t nnodes) {
   size_t most = 0;
   for (unsigned i = 0; i < n; i++)
-    most += w[i].used / sc_page_size();
+    most += w[i].reach / sc_page_size();
   residency_count count = {bytes, nnodes};
   sc_page_list list;
   if (sc_page_list_init(&list, most, residency_flush, &count) != 0)
     return -1;
   int rc = 0;
   for (unsigned i = 0; i < n && rc == 0; i++)
-    if (sc_resident_pages(w[i].base, w[i].used, &list) < 0)
+    if (sc_resident_pages(w[i].base, w[i].reach, &list) < 0)
       rc = -1;
   if (rc == 0)
     rc = sc_page_list_flush_now(&list);

@@ -52,6 +52,28 @@ int sc_window_contains(const sc_arena *a, uintptr_t p) {
   return 0;
 }
 
+/* Unless the arena refused huge pages, a transparent huge page may back
+ * the whole 2 MiB block around a committed page, so the reach goes to the
+ * end of that block. */
+void sc_window_reach(sc_arena *a, void *p, size_t len) {
+  uintptr_t last = (uintptr_t)p + len;
+  if (!(a->flags & SICM_ARENA_NOHUGEPAGES))
+    last = sc_round_up(last, (size_t)2 << 20);
+  unsigned n = __atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++) {
+    sc_window *w = &a->windows[i];
+    if ((uintptr_t)p - (uintptr_t)w->base >= w->size)
+      continue;
+    size_t end = last - (uintptr_t)w->base;
+    end = end < w->size ? end : w->size;
+    size_t reach = __atomic_load_n(&w->reach, __ATOMIC_RELAXED);
+    while (reach < end && !__atomic_compare_exchange_n(&w->reach, &reach, end, true,
+                                                       __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+      ;
+    return;
+  }
+}
+
 static void window_set_owner(const sc_window *w, unsigned value) {
   uintptr_t first = (uintptr_t)w->base >> SC_CHUNK_SHIFT;
   uintptr_t end = ((uintptr_t)w->base + w->size + SC_CHUNK_SIZE - 1) >> SC_CHUNK_SHIFT;
@@ -130,14 +152,14 @@ static int window_reserve(sc_arena *a, size_t min_size) {
     madvise(base, size, MADV_HUGEPAGE); /* advice: a kernel without THP keeps base pages */
   else if (a->flags & SICM_ARENA_NOHUGEPAGES)
     madvise(base, size, MADV_NOHUGEPAGE);
-  sc_window w = {base, size, 0};
+  sc_window w = {base, size, 0, 0};
   page_tags_make(&w);
   window_publish(a, &w);
   return 0;
 }
 
 void sc_window_adopt(sc_arena *a, void *base, size_t size) {
-  window_publish(a, &(sc_window){base, size, size});
+  window_publish(a, &(sc_window){base, size, size, size});
 }
 
 /* Bytes of a reserved window that can be handed out: all but its guard

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* migrate_move.c: moving the resident pages of an arena's windows to a
  * binding, and saying what moved.  Only resident pages are looked at
- * (arena_resident.c), so a move costs what the arena holds, not the range it
- * ever used.  Arenas in 4 KiB pages move with mbind(MPOL_MF_MOVE) from one
+ * (arena_resident.c), up to each window's reach (what jemalloc committed),
+ * so a move costs what the arena holds, not the range it ever took.  Arenas in 4 KiB pages move with mbind(MPOL_MF_MOVE) from one
  * thread: it walks the page tables once instead of looking up each page
  * (faster than move_pages per page; BENCHMARKS.md), but holds the mmap lock for
  * writing.  Arenas in huge pages are split into chunks for several threads
@@ -315,13 +315,13 @@ static int chunks_plan(const sc_window *w, unsigned nwindows, unsigned threads,
   piece = piece < CHUNK_MIN ? CHUNK_MIN : (piece + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
   unsigned n = 0, cap = 0;
   for (unsigned i = 0; i < nwindows; i++)
-    cap += (unsigned)(w[i].used / piece) + 1;
+    cap += (unsigned)(w[i].reach / piece) + 1;
   chunk *chunks = calloc(cap ? cap : 1, sizeof *chunks);
   if (chunks == NULL)
     return -1;
   size_t page = sc_page_size(), most = 0;
   for (unsigned i = 0; i < nwindows; i++) {
-    size_t used_end = (w[i].used + page - 1) & ~(page - 1);
+    size_t used_end = (w[i].reach + page - 1) & ~(page - 1);
     for (size_t off = 0; off < used_end; off += piece) {
       chunks[n] = (chunk){w[i].base + off, off + piece < used_end ? piece : used_end - off};
       most = chunks[n].len / page > most ? chunks[n].len / page : most;

@@ -5,8 +5,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "sicm_test.h"
 
@@ -100,3 +102,42 @@ TEST_F(MigrationApi, ConcurrentTrafficDuringMigrations) {
 }
 
 }  // namespace
+
+// Residency scans (and moves) look only as far into a window as jemalloc
+// ever committed, plus the 2 MiB block around it unless huge pages are
+// refused: every page a program touched is still counted, whatever the
+// block sizes and page flags.
+TEST(MigrationReach, ResidencyCountsEveryTouchedPage) {
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  sicm_device *dev = sicm_device_of_node(sicm_node_self(), 0);
+  const size_t page = 4096;
+  for (unsigned flags : {0u, (unsigned)SICM_ARENA_NOHUGEPAGES, (unsigned)SICM_ARENA_HUGEPAGES}) {
+    sicm_arena a = sicm_arena_create_devices(0, &dev, 1, flags);
+    ASSERT_NE(nullptr, a) << sicm_error_detail();
+    std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // touched pages [first, end)
+    for (size_t size : {(size_t)64, (size_t)4096, (size_t)100000, (size_t)1 << 20,
+                        (size_t)3 << 20, (size_t)16 << 20, (size_t)64, (size_t)70000}) {
+      char *p = (char *)sicm_arena_alloc(a, size);
+      ASSERT_NE(nullptr, p);
+      memset(p, 1, size);
+      spans.push_back({(uintptr_t)p / page, ((uintptr_t)p + size + page - 1) / page});
+    }
+    std::sort(spans.begin(), spans.end());
+    size_t touched = 0;
+    uintptr_t done = 0;
+    for (auto &s : spans) {
+      uintptr_t first = s.first > done ? s.first : done;
+      if (s.second > first) touched += s.second - first;
+      done = s.second > done ? s.second : done;
+    }
+    size_t bytes[64] = {0};
+    ASSERT_EQ(0, sicm_arena_residency(a, bytes, 64)) << sicm_error_detail();
+    size_t resident = 0;
+    for (size_t b : bytes) resident += b;
+    EXPECT_GE(resident, touched * page) << "flags " << flags;
+    if (flags == SICM_ARENA_NOHUGEPAGES)
+      EXPECT_EQ(resident, touched * page) << "nothing but what was touched";
+    EXPECT_EQ(0, sicm_arena_destroy(a));
+  }
+}
