@@ -12,7 +12,7 @@ def load(path):
         data = json.load(f)
     times, errors = {}, set()
     for b in data["benchmarks"]:
-        name = (b.get("run_name") or b["name"]).replace("/real_time", "")
+        name = (b.get("run_name") or b["name"]).replace("/real_time", "").replace("/manual_time", "")
         if b.get("error_occurred"):
             errors.add(name)
             continue

@@ -30,7 +30,7 @@ def medians(path):
             continue
         if b.get("error_occurred"):
             continue
-        name = b["run_name"].replace("/real_time", "")
+        name = b["run_name"].replace("/real_time", "").replace("/manual_time", "")
         parts = name.split("/")
         key = (parts[0],) + tuple(int(p.split(":")[1]) for p in parts[1:])
         unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
