@@ -24,6 +24,7 @@
 #define CHUNK_MIN ((size_t)64 << 20) /* below this per thread, one thread moves all */
 #define HUGE_PAGE ((size_t)2 << 20)
 #define MBIND_PIECE ((size_t)2 << 20) /* see chunk_mbind */
+#define FEW_PAGES 16                  /* see chunk_count */
 
 /* Set by sicm_migrate_set_threads (the program's choice beats the
  * environment's); 0: not set. */
@@ -218,11 +219,23 @@ static int batch_count(sc_page_list *l, void *ctx) {
   return 0;
 }
 
-/* Resident pages of the chunk off the target (and their span in m). */
+/* Resident pages of the chunk off the target (and their span in m).  A
+ * chunk of FEW_PAGES or less is listed whole, without mincore: the query
+ * reports its absent pages as ENOENT, which counts as on the target, and
+ * asking for a few absent pages costs less than mincore's fixed cost (it
+ * takes and frees a page per call). */
 static long chunk_count(mover *m, sc_page_list *l, const chunk *c) {
   m->off_target = 0;
   l->flush = batch_count;
-  if (sc_resident_pages(c->base, c->len, l) < 0 || sc_page_list_flush_now(l) != 0) {
+  size_t page = sc_page_size(), npages = c->len / page;
+  if (npages <= FEW_PAGES) {
+    for (size_t i = 0; i < npages; i++)
+      l->pages[l->n++] = c->base + i * page;
+  } else if (sc_resident_pages(c->base, c->len, l) < 0) {
+    job_fail(m->job, errno);
+    return -1;
+  }
+  if (sc_page_list_flush_now(l) != 0) {
     job_fail(m->job, errno);
     return -1;
   }
