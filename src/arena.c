@@ -305,8 +305,8 @@ void sc_arenas_fork_lock(void) {
  * jemalloc's locks, which jemalloc's handlers take after ours.  Its
  * writers are excluded anyway (the hooks that take windows run under an
  * arena's grow lock, which jemalloc holds across fork; migrations under
- * migrate_lock); a reader of the parent may hold it, so the child makes
- * it anew. */
+ * migrate_lock; a commit's reach is one word, raised only); a reader of
+ * the parent may hold it, so the child makes it anew. */
 void sc_arenas_fork_unlock(int child) {
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     sc_arena *a = sc_arena_slots[slot];

@@ -54,24 +54,23 @@ int sc_window_contains(const sc_arena *a, uintptr_t p) {
 
 /* Unless the arena refused huge pages, a transparent huge page may back
  * the whole 2 MiB block around a committed page, so the reach goes to the
- * end of that block. */
+ * end of that block.  Under window_lock, as snapshots copy the windows:
+ * commits are rare (jemalloc reuses what it committed). */
 void sc_window_reach(sc_arena *a, void *p, size_t len) {
   uintptr_t last = (uintptr_t)p + len;
   if (!(a->flags & SICM_ARENA_NOHUGEPAGES))
     last = sc_round_up(last, (size_t)2 << 20);
-  unsigned n = __atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE);
-  for (unsigned i = 0; i < n; i++) {
+  pthread_mutex_lock(&a->window_lock);
+  for (unsigned i = 0; i < a->nwindows; i++) {
     sc_window *w = &a->windows[i];
-    if ((uintptr_t)p - (uintptr_t)w->base >= w->size)
-      continue;
-    size_t end = last - (uintptr_t)w->base;
-    end = end < w->size ? end : w->size;
-    size_t reach = __atomic_load_n(&w->reach, __ATOMIC_RELAXED);
-    while (reach < end && !__atomic_compare_exchange_n(&w->reach, &reach, end, true,
-                                                       __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-      ;
-    return;
+    if ((uintptr_t)p - (uintptr_t)w->base < w->size) {
+      size_t end = last - (uintptr_t)w->base;
+      end = end < w->size ? end : w->size;
+      w->reach = end > w->reach ? end : w->reach;
+      break;
+    }
   }
+  pthread_mutex_unlock(&a->window_lock);
 }
 
 static void window_set_owner(const sc_window *w, unsigned value) {
