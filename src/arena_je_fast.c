@@ -6,9 +6,10 @@
  * adapters) pays one call, not the lookups.  Past the front it serves this
  * thread's bins of any private arena straight from the handle (alloc) or
  * from the pointer's page tag and window owner (free), and large blocks
- * from the one the thread kept or with one jemalloc call: no call through the operations table, no query
- * to jemalloc for a size.  Whatever else goes to the entry points of every
- * kind in arena_alloc.c.  A small allocation makes its arena the front. */
+ * from the one the thread kept or with one jemalloc call: no call through
+ * the operations table, no query to jemalloc for a size.  Whatever else
+ * goes to the entry points of every kind in arena_alloc.c.  A small
+ * allocation makes its arena the front. */
 #include "arena_je.h"
 
 SC_TLS sicm_front_v2_t sc_front;
