@@ -331,6 +331,9 @@ int sc_page_list_init(sc_page_list *l, size_t max_pages, sc_page_list_flush flus
 void sc_page_list_free(sc_page_list *l);
 /* Flushes what the list holds; 0, or the flush's -1. */
 int sc_page_list_flush_now(sc_page_list *l);
+/* Appends the pages of [start, start + npages pages) to the list ctx,
+ * flushing when full; 0, or the flush's -1. */
+int sc_page_list_append_run(void *ctx, char *start, size_t npages);
 /* Appends the resident pages of [base, base + len) to l (NULL: count only),
  * flushing each full batch but not the last one; returns how many pages
  * are resident, or -1 with errno. */

@@ -214,13 +214,18 @@ static inline void sc_page_class_clear(void *p) {
     __atomic_store_n(tag, 0, __ATOMIC_RELAXED);
 }
 
+/* Gives large block p of class cls back to jemalloc, its tag first. */
+static inline void sc_large_release(sc_thread_cache *cache, void *p, unsigned cls) {
+  sc_page_class_clear(p);
+  je_sdallocx(p, sc_je_size_classes.size[cls], cache->flag);
+}
+
 /* Gives back the large block the thread keeps, if any. */
 static inline void sc_large_flush(sc_thread_cache *cache) {
   void *p = cache->large;
   if (p != NULL) {
     cache->large = NULL;
-    sc_page_class_clear(p);
-    je_sdallocx(p, sc_je_size_classes.size[cache->large_class], cache->flag);
+    sc_large_release(cache, p, cache->large_class);
   }
 }
 
@@ -239,8 +244,7 @@ static inline void *sc_large_take(sc_thread_cache *cache, unsigned cls) {
  * done).  A kept block keeps its tag, so its second free comes here. */
 static inline int sc_large_free(sc_thread_cache *cache, unsigned cls, void *ptr) {
   if (cls > cache->large_last) {
-    sc_page_class_clear(ptr);
-    je_sdallocx(ptr, sc_je_size_classes.size[cls], cache->flag);
+    sc_large_release(cache, ptr, cls);
     return 0;
   }
   if (ptr == cache->large)

@@ -43,8 +43,7 @@ int sc_page_list_flush_now(sc_page_list *l) {
   return rc;
 }
 
-/* Appends the pages of [start, start + npages pages), flushing when full. */
-static int list_append_run(void *ctx, char *start, size_t npages) {
+int sc_page_list_append_run(void *ctx, char *start, size_t npages) {
   sc_page_list *l = ctx;
   size_t page = sc_page_size();
   for (size_t i = 0; i < npages; i++) {
@@ -56,7 +55,7 @@ static int list_append_run(void *ctx, char *start, size_t npages) {
 }
 
 long sc_resident_pages(char *base, size_t len, sc_page_list *l) {
-  return sc_resident_runs(base, len, l != NULL ? list_append_run : NULL, l);
+  return sc_resident_runs(base, len, l != NULL ? sc_page_list_append_run : NULL, l);
 }
 
 long sc_resident_runs(char *base, size_t len, sc_resident_run_fn fn, void *ctx) {

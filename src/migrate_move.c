@@ -2,9 +2,10 @@
 /* migrate_move.c: moving the resident pages of an arena's windows to a
  * binding, and saying what moved.  Only resident pages are looked at
  * (arena_resident.c), up to each window's reach (what jemalloc committed),
- * so a move costs what the arena holds, not the range it ever took.  Arenas in 4 KiB pages move with mbind(MPOL_MF_MOVE) from one
- * thread: it walks the page tables once instead of looking up each page
- * (faster than move_pages per page; BENCHMARKS.md), but holds the mmap lock for
+ * so a move costs what the arena holds, not the range it ever took.
+ * Arenas in 4 KiB pages move with mbind(MPOL_MF_MOVE) from one thread: it
+ * walks the page tables once instead of looking up each page (faster than
+ * move_pages per page; BENCHMARKS.md), but holds the mmap lock for
  * writing.  Arenas in huge pages are split into chunks for several threads
  * that move them with move_pages(2), which takes the lock only for
  * reading; the method (SICM_MIGRATE_HUGE) was chosen by bench_migrate.
@@ -227,15 +228,10 @@ static int batch_count(sc_page_list *l, void *ctx) {
 static long chunk_count(mover *m, sc_page_list *l, const chunk *c) {
   m->off_target = 0;
   l->flush = batch_count;
-  size_t page = sc_page_size(), npages = c->len / page;
-  if (npages <= FEW_PAGES) {
-    for (size_t i = 0; i < npages; i++)
-      l->pages[l->n++] = c->base + i * page;
-  } else if (sc_resident_pages(c->base, c->len, l) < 0) {
-    job_fail(m->job, errno);
-    return -1;
-  }
-  if (sc_page_list_flush_now(l) != 0) {
+  size_t npages = c->len / sc_page_size();
+  long listed = npages <= FEW_PAGES ? sc_page_list_append_run(l, c->base, npages)
+                                    : sc_resident_pages(c->base, c->len, l);
+  if (listed < 0 || sc_page_list_flush_now(l) != 0) {
     job_fail(m->job, errno);
     return -1;
   }
@@ -334,9 +330,9 @@ static int chunks_plan(const sc_window *w, unsigned nwindows, unsigned threads,
     return -1;
   size_t page = sc_page_size(), most = 0;
   for (unsigned i = 0; i < nwindows; i++) {
-    size_t used_end = (w[i].reach + page - 1) & ~(page - 1);
-    for (size_t off = 0; off < used_end; off += piece) {
-      chunks[n] = (chunk){w[i].base + off, off + piece < used_end ? piece : used_end - off};
+    size_t reach_end = (w[i].reach + page - 1) & ~(page - 1);
+    for (size_t off = 0; off < reach_end; off += piece) {
+      chunks[n] = (chunk){w[i].base + off, off + piece < reach_end ? piece : reach_end - off};
       most = chunks[n].len / page > most ? chunks[n].len / page : most;
       n++;
     }
