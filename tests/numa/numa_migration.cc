@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -183,6 +184,37 @@ TEST_F(Migration, MoveCarriesOnlyTheResidentPages) {
     sicm_free(p);
     EXPECT_EQ(0, sicm_arena_destroy(a));
   }
+}
+
+// An arena that refused huge pages and committed only a few pages is
+// queried page by page, without mincore: every page its blocks touched
+// moves, each way, and the report counts exactly those pages.
+TEST_F(Migration, ASmallArenaMovesEveryPageItTouched) {
+  sicm_device *from = Dev(0);
+  sicm_arena a = sicm_arena_create_devices(0, &from, 1, SICM_ARENA_NOHUGEPAGES);
+  ASSERT_NE(nullptr, a);
+  unsigned char *small = (unsigned char *)sicm_arena_alloc(a, 64);
+  unsigned char *page = (unsigned char *)sicm_arena_alloc(a, 4096);
+  ASSERT_TRUE(small != nullptr && page != nullptr);
+  memset(small, 3, 64);
+  memset(page, 5, 4096);
+  std::set<uintptr_t> touched;  // page numbers
+  for (uintptr_t q = (uintptr_t)small / 4096; q <= ((uintptr_t)small + 63) / 4096; q++) touched.insert(q);
+  for (uintptr_t q = (uintptr_t)page / 4096; q <= ((uintptr_t)page + 4095) / 4096; q++) touched.insert(q);
+  for (int target : {2, 0}) {
+    ASSERT_EQ(0, sicm_arena_set_device(a, Dev(target))) << sicm_error_detail();
+    EXPECT_EQ(0u, PagesNotOn(small, 64, target)) << "target " << target;
+    EXPECT_EQ(0u, PagesNotOn(page, 4096, target)) << "target " << target;
+    sicm_migration_report r;
+    ASSERT_EQ(0, sicm_arena_last_migration(a, &r));
+    EXPECT_EQ(touched.size() * 4096, r.bytes_moved) << "target " << target;
+    EXPECT_TRUE(AllOn(a, target));
+  }
+  for (int i = 0; i < 64; i++) ASSERT_EQ(3, small[i]);
+  for (int i = 0; i < 4096; i++) ASSERT_EQ(5, page[i]);
+  sicm_free(small);
+  sicm_free(page);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
 // Each way of moving a huge-page arena (SICM_MIGRATE_HUGE, read by
