@@ -14,7 +14,7 @@
 typedef enum sc_move_method {
   SC_MOVE_HEADS,                /* move_pages, one entry per 2 MiB block first */
   SC_MOVE_SUBPAGES,             /* move_pages, an entry per 4 KiB page */
-  SC_MOVE_MBIND,                /* mbind(MPOL_MF_MOVE), as 4 KiB-page arenas */
+  SC_MOVE_MBIND,                /* mbind(MPOL_MF_MOVE) per range, one thread */
 } sc_move_method;
 
 /* Migration's options from the environment. */

@@ -3,12 +3,12 @@
  * binding, and saying what moved.  Only resident pages are looked at
  * (arena_resident.c), up to each window's reach (what jemalloc committed),
  * so a move costs what the arena holds, not the range it ever took.
- * Arenas in 4 KiB pages move with mbind(MPOL_MF_MOVE) from one thread: it
- * walks the page tables once instead of looking up each page (faster than
- * move_pages per page; BENCHMARKS.md), but holds the mmap lock for
- * writing.  Arenas in huge pages are split into chunks for several threads
- * that move them with move_pages(2), which takes the lock only for
- * reading; the method (SICM_MIGRATE_HUGE) was chosen by bench_migrate.
+ * Pages move with move_pages(2), which takes the mmap lock only for
+ * reading and says for each page where it went or why it stayed.  Arenas
+ * in 4 KiB pages move from one thread (a second mover's TLB-shootdown IPIs
+ * cost more than it gains; BENCHMARKS.md).  Arenas in huge pages are split
+ * into chunks for several threads; how they move their huge pages
+ * (SICM_MIGRATE_HUGE, mbind among them) was chosen by bench_migrate.
  * Resident pages off the target are counted before and after, so the
  * report says exactly what moved and what failed. */
 #define _GNU_SOURCE
@@ -77,7 +77,9 @@ typedef struct move_job {
   const sc_binding *to;
   int strict;           /* pages left off the target are a failure */
   sc_move_method method;
-  int by_mbind;         /* 4 KiB pages (or SC_MOVE_MBIND): mbind(MPOL_MF_MOVE) per chunk */
+  int small_pages;      /* 4 KiB pages: each page moves alone */
+  int by_mbind;         /* huge pages by SC_MOVE_MBIND: mbind(MPOL_MF_MOVE) per chunk */
+  int by_heads;         /* huge pages by SC_MOVE_HEADS */
   int move_flag;        /* MPOL_MF_MOVE, or MPOL_MF_MOVE_ALL for a shared arena */
   int nodes[SICM_ARENA_DEVICES_MAX];
   unsigned nnodes;
@@ -129,16 +131,35 @@ static int on_target(const move_job *job, int status) {
 
 /* Keeps the entries of l whose page is resident off the target (status
  * holds the pages' nodes) with the node each should go to; returns how
- * many.  Interleaving goes by 2 MiB, not by page: subpages of a huge page
- * sent to different nodes would move the whole huge page each time. */
+ * many.  Interleaving goes by page in 4 KiB arenas, as the kernel's does,
+ * and by 2 MiB in the others: subpages of a huge page sent to different
+ * nodes would move the whole huge page each time. */
 static size_t keep_off_target(const move_job *job, sc_page_list *l, size_t n) {
   int interleave = job->to->policy == MPOL_INTERLEAVE;
+  uintptr_t unit = job->small_pages ? sc_page_size() : HUGE_PAGE;
   size_t kept = 0;
   for (size_t i = 0; i < n; i++)
     if (!on_target(job, l->status[i])) {
       l->pages[kept] = l->pages[i];
-      l->nodes[kept++] = job->nodes[interleave ? ((uintptr_t)l->pages[i] / HUGE_PAGE) % job->nnodes : 0];
+      l->nodes[kept++] = job->nodes[interleave ? ((uintptr_t)l->pages[i] / unit) % job->nnodes : 0];
     }
+  return kept;
+}
+
+/* After a move_pages call that moved 4 KiB pages, keeps the entries of l
+ * whose page is still off the target (status holds where each page is, or
+ * why it did not move), with the node each was sent to; returns how many.
+ * A page gone meanwhile (ENOENT, EFAULT) has nothing left to move. */
+static size_t keep_unmoved(const move_job *job, sc_page_list *l, size_t n) {
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    int status = l->status[i];
+    if (status == -ENOENT || status == -EFAULT ||
+        (status >= 0 && sc_nodemask_has(&job->to->nodes, status)))
+      continue;
+    l->pages[kept] = l->pages[i];
+    l->nodes[kept++] = l->nodes[i];
+  }
   return kept;
 }
 
@@ -167,7 +188,7 @@ static int batch_move(sc_page_list *l, void *ctx) {
   }
   size_t off_target = keep_off_target(job, l, l->n), remaining = off_target;
   int page_status = 0, call_error = 0;
-  if (remaining > 0 && job->method == SC_MOVE_HEADS) {
+  if (remaining > 0 && job->by_heads) {
     heads_move(m, l, remaining);
     if (move_pages(0, remaining, l->pages, NULL, l->status, 0) < 0) {
       job_fail(job, errno);
@@ -187,6 +208,10 @@ static int batch_move(sc_page_list *l, void *ctx) {
     for (size_t i = 0; i < remaining && page_status == 0; i++)
       if (l->status[i] < 0 && l->status[i] != -EBUSY)
         page_status = l->status[i];
+    if (job->small_pages) {
+      remaining = keep_unmoved(job, l, remaining);
+      continue;
+    }
     /* Ask again: a huge page moves whole with its first subpage, and its
      * other subpages then report EBUSY although they moved. */
     if (move_pages(0, remaining, l->pages, NULL, l->status, 0) < 0) {
@@ -220,22 +245,26 @@ static int batch_count(sc_page_list *l, void *ctx) {
   return 0;
 }
 
-/* Resident pages of the chunk off the target (and their span in m).  A
- * chunk of FEW_PAGES or less is listed whole, without mincore: the query
- * reports its absent pages as ENOENT, which counts as on the target, and
- * asking for a few absent pages costs less than mincore's fixed cost (it
- * takes and frees a page per call). */
-static long chunk_count(mover *m, sc_page_list *l, const chunk *c) {
-  m->off_target = 0;
-  l->flush = batch_count;
+/* Hands the chunk's resident pages to l's flush; 0, or -1 with the job
+ * failed.  A chunk of FEW_PAGES or less is listed whole, without mincore:
+ * the query reports its absent pages as ENOENT, which counts as on the
+ * target, and asking for a few absent pages costs less than mincore's
+ * fixed cost (it takes and frees a page per call). */
+static int chunk_list(mover *m, sc_page_list *l, const chunk *c, sc_page_list_flush flush) {
+  l->flush = flush;
   size_t npages = c->len / sc_page_size();
   long listed = npages <= FEW_PAGES ? sc_page_list_append_run(l, c->base, npages)
                                     : sc_resident_pages(c->base, c->len, l);
-  if (listed < 0 || sc_page_list_flush_now(l) != 0) {
-    job_fail(m->job, errno);
-    return -1;
-  }
-  return (long)m->off_target;
+  if (listed >= 0 && sc_page_list_flush_now(l) == 0)
+    return 0;
+  job_fail(m->job, errno);
+  return -1;
+}
+
+/* Resident pages of the chunk off the target (and their span in m). */
+static long chunk_count(mover *m, sc_page_list *l, const chunk *c) {
+  m->off_target = 0;
+  return chunk_list(m, l, c, batch_count) == 0 ? (long)m->off_target : -1;
 }
 
 /* mbind(MPOL_MF_MOVE) of [p, p + len); 0, or -1 with errno. */
@@ -268,14 +297,19 @@ static void chunk_mbind(mover *m, sc_page_list *l, const chunk *c) {
     rc = span_mbind(job, p, (size_t)(end - p));
     p = end;
   }
-  if (rc == 0) {
-    mover_moved(m, (size_t)off * sc_page_size());
-    return;
-  }
-  int err = errno;
+  int err = rc != 0 ? errno : 0;
   long failed = chunk_count(m, l, c);
   if (failed < 0)
     return;
+  if (rc == 0) {
+    /* mbind passes over a page that other processes map too, without an
+     * error even when strict: move_pages tries what is left, and says why
+     * it stays. */
+    mover_moved(m, (size_t)(off - (failed < off ? failed : off)) * sc_page_size());
+    if (failed > 0)
+      (void)chunk_list(m, l, c, batch_move);
+    return;
+  }
   if (job->strict) {
     __atomic_fetch_add(&job->pages_failed, (size_t)failed, __ATOMIC_RELAXED);
     job_fail(job, err);
@@ -286,10 +320,15 @@ static void chunk_mbind(mover *m, sc_page_list *l, const chunk *c) {
 static void *move_worker(void *arg) {
   move_job *job = arg;
   mover m = {.job = job};
-  sc_page_list list = {0};
-  if (sc_page_list_init(&list, job->chunk_pages_max, batch_move, &m) != 0 ||
-      (job->method == SC_MOVE_HEADS && !job->by_mbind &&
-       sc_page_list_init(&m.heads, list.cap, NULL, NULL) != 0))
+  /* A few pages' list lives on the stack: a small move costs little more
+   * than its system calls. */
+  void *few_pages[FEW_PAGES];
+  int few_nodes[FEW_PAGES], few_status[FEW_PAGES];
+  int few = job->chunk_pages_max <= FEW_PAGES;
+  sc_page_list list = {.pages = few_pages, .nodes = few_nodes, .status = few_status,
+                       .cap = FEW_PAGES, .flush = batch_move, .ctx = &m};
+  if ((!few && sc_page_list_init(&list, job->chunk_pages_max, batch_move, &m) != 0) ||
+      (job->by_heads && sc_page_list_init(&m.heads, list.cap, NULL, NULL) != 0))
     job_fail(job, ENOMEM);
   for (;;) {
     if (__atomic_load_n(&job->error, __ATOMIC_RELAXED) != 0 ||
@@ -300,18 +339,14 @@ static void *move_worker(void *arg) {
       break;
     const chunk *c = &job->chunks[i];
     m.moved = 0;
-    if (job->by_mbind) {
+    if (job->by_mbind)
       chunk_mbind(&m, &list, c);
-    } else {
-      list.flush = batch_move;
-      if (sc_resident_pages(c->base, c->len, &list) < 0)
-        job_fail(job, errno);
-      else
-        (void)sc_page_list_flush_now(&list); /* failures are in job */
-    }
+    else
+      (void)chunk_list(&m, &list, c, batch_move); /* failures are in job */
     __atomic_fetch_add(&job->bytes_moved, m.moved, __ATOMIC_RELAXED);
   }
-  sc_page_list_free(&list);
+  if (!few)
+    sc_page_list_free(&list);
   sc_page_list_free(&m.heads);
   return NULL;
 }
@@ -378,10 +413,12 @@ int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, i
                   .method = __atomic_load_n(&env_huge_method, __ATOMIC_RELAXED),
                   .move_flag = move_flag, .watch = watch, .nnodes = to->ndevices};
   /* 4 KiB pages: one thread.  Parallel movers of 4 KiB pages gain nothing
-   * (every unmap needs a TLB-shootdown IPI to the other mover's CPU), and
-   * mbind holds the mmap lock for writing: more threads would only wait. */
-  job.by_mbind = !huge || job.method == SC_MOVE_MBIND;
-  unsigned nthreads = job.by_mbind ? 1 : threads_configured();
+   * (every unmap needs a TLB-shootdown IPI to the other mover's CPU); mbind
+   * holds the mmap lock for writing: more threads would only wait. */
+  job.small_pages = !huge;
+  job.by_mbind = huge && job.method == SC_MOVE_MBIND;
+  job.by_heads = huge && job.method == SC_MOVE_HEADS;
+  unsigned nthreads = job.small_pages || job.by_mbind ? 1 : threads_configured();
   long pages = nthreads > 1 ? sc_windows_resident_pages(w, nwindows) : 0; /* planning several */
   if (pages < 0)
     return -1;

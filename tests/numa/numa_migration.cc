@@ -217,6 +217,54 @@ TEST_F(Migration, ASmallArenaMovesEveryPageItTouched) {
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
+// An arena whose pages a forked child still maps cannot move them without
+// CAP_SYS_NICE's MPOL_MF_MOVE_ALL: the move fails with EPERM, counts every
+// such page as failed, and leaves the arena where it was, every byte
+// intact — a few pages, many, and a huge page alike.
+TEST_F(Migration, AnArenaAChildStillMapsIsRefusedAndStays) {
+  const struct {
+    size_t len;
+    unsigned flags;
+  } cases[] = {{4096, SICM_ARENA_NOHUGEPAGES},
+               {1u << 20, SICM_ARENA_NOHUGEPAGES},
+               {2u << 20, SICM_ARENA_HUGEPAGES}};
+  for (const auto &c : cases) {
+    sicm_device *from = Dev(0);
+    sicm_arena a = sicm_arena_create_devices(0, &from, 1, c.flags);
+    ASSERT_NE(nullptr, a);
+    unsigned char *p = (unsigned char *)sicm_arena_alloc(a, c.len);
+    ASSERT_NE(nullptr, p);
+    memset(p, 9, c.len);
+    int hold[2];
+    ASSERT_EQ(0, pipe(hold));
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {  // maps the parent's pages until the pipe closes
+      char ch;
+      close(hold[1]);
+      _exit(read(hold[0], &ch, 1) == 0 ? 0 : 1);
+    }
+    close(hold[0]);
+    errno = 0;
+    EXPECT_EQ(-1, sicm_arena_set_device(a, Dev(2))) << c.len;
+    EXPECT_EQ(EPERM, errno) << c.len << ": " << sicm_error_detail();
+    sicm_migration_report r;
+    ASSERT_EQ(0, sicm_arena_last_migration(a, &r));
+    EXPECT_EQ(EPERM, r.error) << c.len;
+    EXPECT_GE(r.pages_failed, 1u) << c.len;
+    close(hold[1]);
+    int status = 0;
+    ASSERT_EQ(child, waitpid(child, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_EQ(0u, PagesNotOn(p, c.len, 0)) << c.len;
+    EXPECT_TRUE(AllOn(a, 0)) << c.len;
+    EXPECT_EQ(0, sicm_arena_get_device(a)->node) << c.len << ": still bound where it was";
+    for (size_t i = 0; i < c.len; i++) ASSERT_EQ(9, p[i]) << c.len;
+    sicm_free(p);
+    EXPECT_EQ(0, sicm_arena_destroy(a));
+  }
+}
+
 // Each way of moving a huge-page arena (SICM_MIGRATE_HUGE, read by
 // sicm_init) moves every page, huge or not, and keeps every byte, with one
 // thread and with two.
