@@ -8,11 +8,15 @@
 // DEBIAN_MEMKIND name the files; a missing one is left out, and one set
 // empty too.  `make bench-memkind` runs each library in a process of its
 // own: loaded beside ours, Debian's memkind slowed our 2-thread pairs in
-// the guest.  A kind that a
-// library cannot serve here (no HBM on the host) is reported as an error
-// row, not timed.
+// the guest.  A kind that a library cannot serve here (no HBM on the host)
+// is reported as an error row, not timed.  Every timed thread runs on a CPU
+// of its own, thread i on the i-th CPU the process may use, for every
+// library alike: as HPC runs pin theirs, and because a thread the scheduler
+// moves to a CPU of another node changes arenas in a library that follows
+// the thread's node.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +50,25 @@ const char *const kKinds[] = {
     "MEMKIND_HIGHEST_BANDWIDTH_LOCAL_PREFERRED",
 };
 
+// The CPUs the process may use, read before any thread is pinned.
+cpu_set_t allowed_cpus;
+
+// Pins the calling benchmark thread to the thread_index-th allowed CPU
+// (BENCH_PIN=0: not pinned).
+void Pin(const benchmark::State &state) {
+  static const bool off = getenv("BENCH_PIN") && strcmp(getenv("BENCH_PIN"), "0") == 0;
+  if (off) return;
+  int want = state.thread_index() % CPU_COUNT(&allowed_cpus);
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    if (CPU_ISSET(cpu, &allowed_cpus) && want-- == 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof one, &one);
+      return;
+    }
+}
+
 void Sizes(benchmark::internal::Benchmark *b) {
   b->Arg(64)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();
 }
@@ -53,6 +76,7 @@ void Sizes(benchmark::internal::Benchmark *b) {
 // The peers: jemalloc, the process's allocator.
 void BM_jemalloc_malloc(benchmark::State &state) {
   const size_t size = state.range(0);
+  Pin(state);
   for (auto _ : state) {
     void *p = malloc(size);
     benchmark::DoNotOptimize(p);
@@ -61,6 +85,7 @@ void BM_jemalloc_malloc(benchmark::State &state) {
 }
 void BM_jemalloc_calloc(benchmark::State &state) {
   const size_t size = state.range(0);
+  Pin(state);
   for (auto _ : state) {
     void *p = calloc(1, size);
     benchmark::DoNotOptimize(p);
@@ -69,6 +94,7 @@ void BM_jemalloc_calloc(benchmark::State &state) {
 }
 void BM_jemalloc_posix_memalign(benchmark::State &state) {
   const size_t size = state.range(0);
+  Pin(state);
   for (auto _ : state) {
     void *p = nullptr;
     benchmark::DoNotOptimize(posix_memalign(&p, 64, size));
@@ -81,6 +107,7 @@ void BM_jemalloc_posix_memalign(benchmark::State &state) {
 template <class Alloc, class Release>
 void Pairs(benchmark::State &state, Alloc alloc, Release release) {
   const size_t size = state.range(0);
+  Pin(state);
   void *probe = alloc(size);
   if (probe == nullptr) {
     state.SkipWithError("not available on this machine");
@@ -140,6 +167,10 @@ bool Find(void *handle, const char *name, F *&out) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  if (sched_getaffinity(0, sizeof allowed_cpus, &allowed_cpus) != 0) {
+    perror("bench_memkind: sched_getaffinity");
+    return 1;
+  }
   if (dlsym(RTLD_DEFAULT, "mallctl") == nullptr) {
     fprintf(stderr, "bench_memkind: malloc is not jemalloc's; fix the link order\n");
     return 1;
