@@ -136,7 +136,9 @@ TEST_F(Migration, ConcurrentThreadsShardsAreOnTheDeviceAndMove) {
     });
   for (auto &th : threads) th.join();
   for (int target : {0, 2}) {
-    if (target != 0) ASSERT_EQ(0, sicm_arena_set_device(a, Dev(target))) << sicm_error_detail();
+    if (target != 0) {
+      ASSERT_EQ(0, sicm_arena_set_device(a, Dev(target))) << sicm_error_detail();
+    }
     for (int t = 0; t < nthreads; t++) {
       ASSERT_EQ(4u, blocks[t].size()) << "thread " << t;
       for (auto &b : blocks[t]) {
