@@ -298,23 +298,20 @@ static void chunk_mbind(mover *m, sc_page_list *l, const chunk *c) {
     p = end;
   }
   int err = rc != 0 ? errno : 0;
-  long failed = chunk_count(m, l, c);
+  long failed = chunk_count(m, l, c); /* may count pages that fell back meanwhile */
   if (failed < 0)
     return;
+  mover_moved(m, (size_t)(off - (failed < off ? failed : off)) * sc_page_size());
   if (rc == 0) {
     /* mbind passes over a page that other processes map too, without an
      * error even when strict: move_pages tries what is left, and says why
      * it stays. */
-    mover_moved(m, (size_t)(off - (failed < off ? failed : off)) * sc_page_size());
     if (failed > 0)
       (void)chunk_list(m, l, c, batch_move);
-    return;
-  }
-  if (job->strict) {
+  } else if (job->strict) {
     __atomic_fetch_add(&job->pages_failed, (size_t)failed, __ATOMIC_RELAXED);
     job_fail(job, err);
   }
-  mover_moved(m, (size_t)(off - failed) * sc_page_size());
 }
 
 static void *move_worker(void *arg) {
