@@ -86,6 +86,12 @@ extern SC_TLS int sc_je_hook_failed;
 typedef struct sc_je_classes {
   size_t max;                          /* largest binned class */
   unsigned nbins;                      /* binned classes: 0 .. nbins - 1 */
+  /* Bits that are 0 in the address of every block of each class: a slab's
+   * regions lie at multiples of the size from a page boundary, a large
+   * extent's start at a cache line (jemalloc's random offset).  Before
+   * bin_of, so that the inline free's mask and the small sizes' bins lie
+   * on the one page the fast path reads (see sc_je_size_classes). */
+  uint16_t start_mask[SC_CLASSES_MAX];
   uint8_t bin_of[SC_BIN_LOOKUP_MAX / 8]; /* (size - 1) / 8 -> bin */
   /* Past max, classes come four per doubling: the class of size s in
    * (2^(lg-1), 2^lg] is group_first[lg] + (s - 1 - 2^(lg-1)) >> (lg - 3). */
@@ -93,10 +99,6 @@ typedef struct sc_je_classes {
   size_t tagged_max;                   /* largest class a tag names; max if none past it */
   unsigned nclasses;
   size_t size[SC_CLASSES_MAX];         /* bytes of each class */
-  /* Bits that are 0 in the address of every block of each class: a slab's
-   * regions lie at multiples of the size from a page boundary, a large
-   * extent's start at a cache line (jemalloc's random offset). */
-  uint16_t start_mask[SC_CLASSES_MAX];
 } sc_je_classes;
 extern sc_je_classes sc_je_size_classes;
 

@@ -15,7 +15,9 @@
 
 #include "arena_je.h"
 
-sc_je_classes sc_je_size_classes;
+/* Page-aligned: the front's start_mask and bin_of of the sizes up to a
+ * few KiB then share a page, one TLB entry for every small pair. */
+_Alignas(4096) sc_je_classes sc_je_size_classes;
 SC_TLS sc_thread_table sc_thread_caches;
 
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
