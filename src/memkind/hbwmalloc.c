@@ -13,7 +13,6 @@
 
 static int policy = HBW_POLICY_PREFERRED;
 static int policy_fixed; /* set, or an allocation was made: no more changes */
-static memkind_t fixed_kind; /* the policy's kind, once an allocation fixed it */
 
 static memkind_t policy_fix(int huge) {
   /* Read first: a store on every call would bounce the line between CPUs. */
@@ -21,12 +20,12 @@ static memkind_t policy_fix(int huge) {
     __atomic_store_n(&policy_fixed, 1, __ATOMIC_RELAXED);
   memkind_t k = mk_hbw_kind(__atomic_load_n(&policy, __ATOMIC_RELAXED), huge);
   if (!huge)
-    __atomic_store_n(&fixed_kind, k, __ATOMIC_RELAXED);
+    __atomic_store_n(&mk_fast.hbw_kind, k, __ATOMIC_RELAXED);
   return k;
 }
 
 static inline memkind_t current_kind(int huge) {
-  memkind_t k = huge ? NULL : __atomic_load_n(&fixed_kind, __ATOMIC_RELAXED);
+  memkind_t k = huge ? NULL : __atomic_load_n(&mk_fast.hbw_kind, __ATOMIC_RELAXED);
   return __builtin_expect(k != NULL, 1) ? k : policy_fix(huge);
 }
 
@@ -43,11 +42,11 @@ int hbw_set_policy(hbw_policy_t mode) {
 
 int hbw_check_available(void) { return mk_hbw_available() ? 0 : ENODEV; }
 
-void *hbw_malloc(size_t size) { return mk_kind_malloc(current_kind(0), size); }
+MK_HOT void *hbw_malloc(size_t size) { return mk_kind_malloc(current_kind(0), size); }
 
-void *hbw_calloc(size_t num, size_t size) { return memkind_calloc(current_kind(0), num, size); }
+MK_HOT void *hbw_calloc(size_t num, size_t size) { return memkind_calloc(current_kind(0), num, size); }
 
-int hbw_posix_memalign(void **memptr, size_t alignment, size_t size) {
+MK_HOT int hbw_posix_memalign(void **memptr, size_t alignment, size_t size) {
   return memkind_posix_memalign(current_kind(0), memptr, alignment, size);
 }
 
@@ -67,7 +66,7 @@ void *hbw_realloc(void *ptr, size_t size) {
   return memkind_realloc(current_kind(0), ptr, size);
 }
 
-void hbw_free(void *ptr) { mk_hbw_free(ptr); }
+MK_HOT void hbw_free(void *ptr) { mk_hbw_free(ptr); }
 
 size_t hbw_malloc_usable_size(void *ptr) {
   return ptr != NULL && mk_is_hbw_pointer(ptr) ? sicm_usable_size(ptr) : 0;

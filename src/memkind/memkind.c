@@ -30,7 +30,7 @@
 
 #include "memkind_internal.h"
 
-#define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL, NULL}
+#define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL}
 static struct memkind kinds[] = {
     KIND("memkind_default", MEM_LOCAL, SCOPE_NEAREST, PLACE_PREFERRED),
     KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
@@ -58,14 +58,15 @@ static struct memkind kinds[] = {
     KIND("memkind_hbw_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
     KIND("memkind_hbw_preferred_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_PREFERRED),
     /* hbw_posix_memalign_psize(HBW_PAGESIZE_2MB): transparent huge pages. */
-    {"hbw_thp", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL, NULL},
-    {"hbw_thp_all", MEM_HBW, SCOPE_ALL, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL, NULL},
-    {"hbw_thp_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, SICM_ARENA_HUGEPAGES, NULL,
-     NULL},
-    {"hbw_thp_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE, SICM_ARENA_HUGEPAGES, NULL,
-     NULL},
+    {"hbw_thp", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL},
+    {"hbw_thp_all", MEM_HBW, SCOPE_ALL, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL},
+    {"hbw_thp_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, SICM_ARENA_HUGEPAGES, NULL},
+    {"hbw_thp_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE, SICM_ARENA_HUGEPAGES, NULL},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
+_Static_assert(NKINDS == MK_NKINDS, "MK_NKINDS counts the kinds");
+
+struct mk_fast mk_fast;
 
 memkind_t MEMKIND_DEFAULT = &kinds[0];
 memkind_t MEMKIND_REGULAR = &kinds[1];
@@ -125,14 +126,11 @@ static short *cpu_node;
  * MEMKIND_DEFAULT is malloc's. */
 static int local_in_arenas;
 
-/* Where the rseq area's CPU field lies from the thread pointer, found at
- * start-up (one load on the fast path instead of glibc's two variables);
- * 0 before, and where there is no rseq area. */
-static long rseq_cpu_offset;
-
-/* The CPU from the rseq area, or -1 where there is none. */
+/* The CPU from the rseq area, or -1 where there is none.  Where the
+ * area's CPU field lies from the thread pointer is found at start-up: one
+ * load here instead of glibc's two variables. */
 static inline int cpu_rseq(void) {
-  long offset = __atomic_load_n(&rseq_cpu_offset, __ATOMIC_RELAXED);
+  long offset = __atomic_load_n(&mk_fast.rseq_cpu_offset, __ATOMIC_RELAXED);
   if (__builtin_expect(offset == 0, 0))
     return -1;
   return __atomic_load_n((const int *)(void *)((char *)__builtin_thread_pointer() + offset),
@@ -170,17 +168,12 @@ static void mk_init(void) {
   }
 #if defined(RSEQ_SIG) && defined(__GNUC__) && !defined(__clang__)
   if (__rseq_size >= 8 && __rseq_offset + (long)offsetof(struct rseq, cpu_id) != 0)
-    __atomic_store_n(&rseq_cpu_offset, __rseq_offset + (long)offsetof(struct rseq, cpu_id),
+    __atomic_store_n(&mk_fast.rseq_cpu_offset, __rseq_offset + (long)offsetof(struct rseq, cpu_id),
                      __ATOMIC_RELAXED);
 #endif
   int mode = -1;
   local_in_arenas = get_mempolicy(&mode, NULL, 0, NULL, 0) == 0 &&
                     (mode == MPOL_DEFAULT || mode == MPOL_LOCAL);
-  for (unsigned k = 0; k < NKINDS && ncpus > 0; k++)
-    if (kinds[k].memory != MEM_DEFAULT && kinds[k].memory != MEM_HUGETLB &&
-        (kinds[k].memory != MEM_LOCAL || local_in_arenas))
-      __atomic_store_n(&kinds[k].by_cpu, calloc((size_t)ncpus, sizeof(sicm_arena)),
-                       __ATOMIC_RELEASE);
   __atomic_store_n(&sicm_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -265,18 +258,16 @@ static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
   sicm_arena arena = table ? __atomic_load_n(&table[node], __ATOMIC_ACQUIRE) : NULL;
   if (arena == NULL)
     arena = kind_arena_make(k, node);
-  sicm_arena *cache = __atomic_load_n(&k->by_cpu, __ATOMIC_ACQUIRE);
-  if (arena != NULL && by_cpu && cache != NULL)
-    __atomic_store_n(&cache[cpu], arena, __ATOMIC_RELEASE);
+  if (arena != NULL && by_cpu && cpu < MK_FAST_CPUS)
+    __atomic_store_n(&mk_fast.arena[cpu][k - kinds], arena, __ATOMIC_RELEASE);
   return arena;
 }
 
-/* The kind's arena for `cpu` from its per-CPU cache, or NULL. */
+/* The kind's arena for `cpu` from mk_fast, or NULL. */
 static inline sicm_arena kind_arena_cached(memkind_t k, int cpu) {
-  sicm_arena *cache = __atomic_load_n(&k->by_cpu, __ATOMIC_ACQUIRE);
-  return cache != NULL && (unsigned)cpu < (unsigned)ncpus
-             ? __atomic_load_n(&cache[cpu], __ATOMIC_ACQUIRE)
-             : NULL;
+  return (unsigned)cpu < MK_FAST_CPUS ? __atomic_load_n(&mk_fast.arena[cpu][k - kinds],
+                                                        __ATOMIC_ACQUIRE)
+                                      : NULL;
 }
 
 static inline sicm_arena kind_arena(memkind_t k) {
@@ -387,7 +378,7 @@ static __attribute__((noinline)) void hbw_free_slow(void *ptr) {
     mk_report_foreign("hbw_free", ptr);
 }
 
-void mk_hbw_free(void *ptr) {
+MK_HOT void mk_hbw_free(void *ptr) {
   if (__builtin_expect(ptr != NULL && free_in_front(ptr, 1), 1))
     return;
   hbw_free_slow(ptr);
@@ -436,7 +427,7 @@ static __attribute__((noinline)) void *kind_malloc_slow(memkind_t kind, size_t s
 
 /* Written so that its usual case needs no stack frame: every call in it
  * is a tail call. */
-void *mk_kind_malloc(memkind_t kind, size_t size) {
+MK_HOT void *mk_kind_malloc(memkind_t kind, size_t size) {
   /* Without rseq, the CPU costs a call: the slow path makes it. */
   sicm_arena arena = kind_arena_cached(kind, cpu_rseq());
   if (__builtin_expect(arena == NULL || size == 0, 0))
@@ -452,7 +443,7 @@ static __attribute__((noinline)) void *kind_calloc_slow(memkind_t kind, size_t t
 
 /* calloc of 1 .. SMALL_MAX bytes: mk_kind_malloc's path, cleared here,
  * with no call but the clear's when the front serves it. */
-static __attribute__((noinline)) void *kind_calloc_small(memkind_t kind, size_t total) {
+MK_HOT static __attribute__((noinline)) void *kind_calloc_small(memkind_t kind, size_t total) {
   sicm_arena arena = kind_arena_cached(kind, cpu_rseq());
   void *p = arena != NULL ? sicm_front_alloc_v2(&sicm_front_v2, (uintptr_t)arena, total) : NULL;
   if (__builtin_expect(p == NULL, 0))
@@ -460,14 +451,14 @@ static __attribute__((noinline)) void *kind_calloc_small(memkind_t kind, size_t 
   return clear_small(p, total);
 }
 
-void *memkind_malloc(memkind_t kind, size_t size) {
+MK_HOT void *memkind_malloc(memkind_t kind, size_t size) {
   if (!kind_valid(kind)) {
     errno = EINVAL;
     return NULL;
   }
   if (size == 0)
     return NULL;
-  if (kind->memory == MEM_DEFAULT)
+  if (kind == &kinds[1]) /* MEMKIND_REGULAR, by address: no load of the kind */
     return malloc(size);
   return mk_kind_malloc(kind, size);
 }
@@ -482,7 +473,7 @@ static __attribute__((noinline)) void *kind_calloc_large(memkind_t kind, size_t 
 /* Every path ends in a tail call: a small block (cleared here, so that it
  * comes by the front, which gives the heap's kinds malloc's) needs no
  * stack frame here. */
-void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
+MK_HOT void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
   if (!kind_valid(kind)) {
     errno = EINVAL;
     return NULL;
@@ -495,7 +486,7 @@ void *memkind_calloc(memkind_t kind, size_t num, size_t size) {
   return kind_calloc_large(kind, num, size);
 }
 
-int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size_t size) {
+MK_HOT int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignment, size_t size) {
   if (!kind_valid(kind) || memptr == NULL || alignment < sizeof(void *) ||
       (alignment & (alignment - 1)) != 0)
     return EINVAL;
@@ -534,7 +525,7 @@ memkind_t memkind_detect_kind(void *ptr) {
   return kind_of_arena(arena);
 }
 
-void memkind_free(memkind_t kind, void *ptr) {
+MK_HOT void memkind_free(memkind_t kind, void *ptr) {
   if (ptr == NULL || free_in_front(ptr, 0))
     return;
   if ((sicm_arena_lookup)(ptr) != NULL) { /* called: the front missed already */

@@ -29,11 +29,31 @@ struct memkind {
   kind_place place;
   unsigned arena_flags;         /* SICM_ARENA_HUGEPAGES for 2 MiB pages */
   sicm_arena *arenas;           /* per initiator node; set once, atomically */
-  /* Per CPU, the arena of that CPU's node once a thread there found it:
-   * an allocation's one lookup.  Set in mk_init, after what it depends
-   * on, so a thread that sees it sees the rest. */
-  sicm_arena *by_cpu;
 };
+
+#define MK_NKINDS 26            /* the kinds of memkind.c */
+/* CPUs whose arenas the fast path keeps: glibc's CPU_SETSIZE.  A thread on
+ * a CPU past it finds its node's arena by the slow path on every call. */
+#define MK_FAST_CPUS 1024
+
+/* What an allocation's fast path reads of this library, in one object,
+ * so that a pair touches one or two of its pages and none of the heap's:
+ * each page a pair touches is a TLB entry that may collide with another's
+ * (QEMU's emulated TLB is direct-mapped, so there the process's address
+ * layout decides which collide). */
+struct mk_fast {
+  long rseq_cpu_offset;         /* the rseq area's CPU from the thread pointer; 0: none */
+  memkind_t hbw_kind;           /* hbwmalloc.c: the policy's kind, once fixed */
+  /* Per CPU and kind, the arena of that CPU's node once a thread there
+   * found it.  Stored only after start-up, so a thread that sees an arena
+   * sees the rest. */
+  sicm_arena arena[MK_FAST_CPUS][MK_NKINDS];
+};
+extern struct mk_fast mk_fast;
+
+/* On the API's fast paths: GCC puts them in .text.hot, which the linker
+ * gathers, so that a pair's code lies on as few pages as its data. */
+#define MK_HOT __attribute__((hot))
 
 /* Set by start-up: MEMKIND_HBW_NODES parsed, or NULL. */
 extern struct bitmask *mk_hbw_override;
