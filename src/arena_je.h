@@ -89,8 +89,7 @@ typedef struct sc_je_classes {
   /* Bits that are 0 in the address of every block of each class: a slab's
    * regions lie at multiples of the size from a page boundary, a large
    * extent's start at a cache line (jemalloc's random offset).  Before
-   * bin_of, so that the inline free's mask and the small sizes' bins lie
-   * on the one page the fast path reads (see sc_je_size_classes). */
+   * bin_of: see sc_je_size_classes. */
   uint16_t start_mask[SC_CLASSES_MAX];
   uint8_t bin_of[SC_BIN_LOOKUP_MAX / 8]; /* (size - 1) / 8 -> bin */
   /* Past max, classes come four per doubling: the class of size s in

@@ -15,8 +15,9 @@
 
 #include "arena_je.h"
 
-/* Page-aligned: the front's start_mask and bin_of of the sizes up to a
- * few KiB then share a page, one TLB entry for every small pair. */
+/* Page-aligned, with start_mask (read by the inline free) before bin_of
+ * (read by the inline allocation): both then lie on the first page for
+ * every size below 28 KiB, one TLB entry for a small pair. */
 _Alignas(4096) sc_je_classes sc_je_size_classes;
 SC_TLS sc_thread_table sc_thread_caches;
 

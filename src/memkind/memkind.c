@@ -9,8 +9,8 @@
  * MEMKIND_DEFAULT too where the process's memory policy is not the
  * default (see local_in_arenas).
  * Only libsicm's public API is used, with its header's inline paths: a
- * kind's allocation is a load of the calling CPU's arena from the kind's
- * per-CPU cache and an inline sicm_arena_alloc, its free the header's
+ * kind's allocation is a load of the calling CPU's arena for the kind
+ * from mk_fast and an inline sicm_arena_alloc, its free the header's
  * inline check of the thread's front. */
 #define _GNU_SOURCE
 #include <errno.h>
