@@ -36,7 +36,9 @@ TEST(SizeClasses, MatchWhatJemallocServes) {
   ASSERT_LE(c.nbins, c.nclasses);
   EXPECT_EQ(c.size[c.nbins - 1], c.max);
   EXPECT_LE(c.max, (size_t)SC_BIN_LOOKUP_MAX);
-  if (c.nbins < c.nclasses) EXPECT_GT(c.size[c.nbins], (size_t)SC_BIN_LOOKUP_MAX);
+  if (c.nbins < c.nclasses) {
+    EXPECT_GT(c.size[c.nbins], (size_t)SC_BIN_LOOKUP_MAX);
+  }
   for (size_t size = 1; size <= c.max; size++) {
     unsigned bin = sc_size_class(size);
     ASSERT_LT(bin, c.nbins) << size;
@@ -228,7 +230,7 @@ TEST(MemoryTiers, TierAgainstTheInitiatorsDecidesTheKind) {
     nodes[i].memory_tier = -1;
     for (unsigned j = 0; j < n; j++) distance[i * n + j] = i == j ? 10 : 20;
   }
-  sc_topo topo = {n, nodes, distance, perf, 1};
+  sc_topo topo = {n, nodes, distance, perf, 1, SICM_TOPOLOGY_DISCOVERED};
   EXPECT_EQ(3u, sc_memory_tiers_read(dir, &topo));
   EXPECT_EQ(4, nodes[0].memory_tier);
   EXPECT_EQ(22, nodes[4].memory_tier);

@@ -136,8 +136,9 @@ TEST(MigrationReach, ResidencyCountsEveryTouchedPage) {
     size_t resident = 0;
     for (size_t b : bytes) resident += b;
     EXPECT_GE(resident, touched * page) << "flags " << flags;
-    if (flags == SICM_ARENA_NOHUGEPAGES)
+    if (flags == SICM_ARENA_NOHUGEPAGES) {
       EXPECT_EQ(resident, touched * page) << "nothing but what was touched";
+    }
     EXPECT_EQ(0, sicm_arena_destroy(a));
   }
 }

@@ -44,8 +44,11 @@ TEST_P(Placement, EveryPageOfEveryAllocationAndOfTheArenaIsOnItsDevice) {
   // The whole arena: its windows hold data and jemalloc's metadata for it.
   size_t bytes[8] = {0};
   ASSERT_EQ(0, sicm_arena_residency(a, bytes, 8));
-  for (int n = 0; n < 8; n++)
-    if (n != node) EXPECT_EQ(0u, bytes[n]) << "arena bytes on node " << n;
+  for (int n = 0; n < 8; n++) {
+    if (n != node) {
+      EXPECT_EQ(0u, bytes[n]) << "arena bytes on node " << n;
+    }
+  }
   EXPECT_GE(bytes[node], total);
   sicm_arena_stats st;
   ASSERT_EQ(0, sicm_arena_get_stats(a, &st));
