@@ -94,7 +94,7 @@ typedef struct sc_je_classes {
   uint8_t bin_of[SC_BIN_LOOKUP_MAX / 8]; /* (size - 1) / 8 -> bin */
   /* Past max, classes come four per doubling: the class of size s in
    * (2^(lg-1), 2^lg] is group_first[lg] + (s - 1 - 2^(lg-1)) >> (lg - 3). */
-  uint8_t group_first[64];
+  uint8_t group_first[65];             /* indexed by lg, 1 .. 64 */
   size_t tagged_max;                   /* largest class a tag names; max if none past it */
   unsigned nclasses;
   size_t size[SC_CLASSES_MAX];         /* bytes of each class */
