@@ -5,9 +5,9 @@
  * front of an explicit jemalloc tcache of its own for that arena, and the
  * one large block it freed last.  None ever holds another arena's regions,
  * so arenas never hand out each other's memory.  The arena records its
- * tcache ids so that destroy can flush them all; a cache left over from a destroyed arena is recognised
- * by its generation and dropped, never reused; a thread's caches go back
- * when it exits. */
+ * tcache ids so that destroy can flush them all; a cache left over from a
+ * destroyed arena is recognised by its generation and dropped, never
+ * reused; a thread's caches go back when it exits. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

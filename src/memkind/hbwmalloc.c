@@ -44,7 +44,9 @@ int hbw_check_available(void) { return mk_hbw_available() ? 0 : ENODEV; }
 
 MK_HOT void *hbw_malloc(size_t size) { return mk_kind_malloc(current_kind(0), size); }
 
-MK_HOT void *hbw_calloc(size_t num, size_t size) { return memkind_calloc(current_kind(0), num, size); }
+MK_HOT void *hbw_calloc(size_t num, size_t size) {
+  return memkind_calloc(current_kind(0), num, size);
+}
 
 MK_HOT int hbw_posix_memalign(void **memptr, size_t alignment, size_t size) {
   return memkind_posix_memalign(current_kind(0), memptr, alignment, size);
