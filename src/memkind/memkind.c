@@ -65,11 +65,14 @@ static struct memkind kinds[] = {
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 _Static_assert(NKINDS == MK_NKINDS, "MK_NKINDS counts the kinds");
+/* The process's malloc.  Compared by address on the fast path: reading the
+ * exported MEMKIND_REGULAR, or the kind, would be a load. */
+#define KIND_REGULAR (&kinds[1])
 
 struct mk_fast mk_fast;
 
 memkind_t MEMKIND_DEFAULT = &kinds[0];
-memkind_t MEMKIND_REGULAR = &kinds[1];
+memkind_t MEMKIND_REGULAR = KIND_REGULAR;
 memkind_t MEMKIND_HBW = &kinds[2];
 memkind_t MEMKIND_HBW_ALL = &kinds[3];
 memkind_t MEMKIND_HBW_PREFERRED = &kinds[4];
@@ -458,7 +461,7 @@ MK_HOT void *memkind_malloc(memkind_t kind, size_t size) {
   }
   if (size == 0)
     return NULL;
-  if (kind == &kinds[1]) /* MEMKIND_REGULAR, by address: no load of the kind */
+  if (kind == KIND_REGULAR)
     return malloc(size);
   return mk_kind_malloc(kind, size);
 }
