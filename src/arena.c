@@ -141,7 +141,7 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   pthread_mutex_lock(&a->window_lock);
   a->name[0] = '\0';
   pthread_mutex_unlock(&a->window_lock);
-  __atomic_store_n(&a->place_mode, SICM_AUTOPLACE_AUTO, __ATOMIC_RELAXED);
+  __atomic_store_n(&a->autoplace_mode, SICM_AUTOPLACE_AUTO, __ATOMIC_RELAXED);
   __atomic_store_n(&a->program_moves, 0, __ATOMIC_RELAXED);
   sc_arena_usage_reset(a);
   /* Atomic: a thread that resolved the arena this record held before may
@@ -188,7 +188,7 @@ static int arena_destroy_locked(sc_arena *a) {
   __atomic_fetch_add(&sicm_epoch_v2, 1, __ATOMIC_RELEASE);
   int rc = a->ops->close(a);
   int err = errno;
-  sc_report_arena_gone(a);
+  sc_arenas_gone_add(a);
   sc_window_release_all(a);
   __atomic_store_n(&a->held, 0, __ATOMIC_RELAXED);
   errno = err;

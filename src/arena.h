@@ -92,11 +92,11 @@ typedef struct sc_arena_ops {
   int (*move_end)(sc_arena *a, int moved);
   int move_flag;
   /* Automatic placement of an arena other processes share (shared.h,
-   * shared_place.c), or NULL: the sum of every process's rate, who
+   * shared_autoplace.c), or NULL: the sum of every process's rate, who
    * places it, and giving both up. */
   uint64_t (*rate_share)(sc_arena *a, uint64_t per_second, unsigned interval_ms);
   int (*placer_claim)(sc_arena *a);
-  void (*place_release)(sc_arena *a);
+  void (*autoplace_release)(sc_arena *a);
 } sc_arena_ops;
 
 struct sc_arena {
@@ -120,11 +120,11 @@ struct sc_arena {
   pthread_mutex_t kind_lock;
   int migrated;                 /* last_migration is valid */
   sicm_migration_report last_migration;
-  /* Totals for sicm_stats_print (atomic; written under migrate_lock). */
+  /* Totals for the report (atomic; written under migrate_lock). */
   uint64_t migrations_done, migrations_failed, migration_ns, migration_bytes;
   /* Automatic placement (sicm_autoplace.h). */
   char name[SICM_ARENA_NAME_MAX]; /* under window_lock */
-  int place_mode;               /* atomic: enum sicm_autoplace_mode */
+  int autoplace_mode;               /* atomic: enum sicm_autoplace_mode */
   uint64_t program_moves;       /* atomic: migrations the program asked for (each pins) */
   sc_arena_usage usage;
   /* The kind's own data (arena_je.h, shared.h); records live as long as
@@ -138,40 +138,13 @@ static inline void sc_arena_binding_set(sc_arena *a, const sc_binding *b) {
   __atomic_store_n(&a->capacity, b->capacity, __ATOMIC_RELAXED);
 }
 
-/* ---- arena_report.c: sicm_stats_print and SICM_STATS ---- */
-/* One decision of the placer, as reports show it. */
-typedef struct sc_decision {
-  uint64_t unix_ns;             /* when it was taken (CLOCK_REALTIME) */
-  unsigned slot;
-  char name[SICM_ARENA_NAME_MAX];
-  int from_node, to_node;       /* first node of the bindings; -1: none */
-  int error;                    /* 0, or the errno of the refused move */
-  uint64_t bytes, ns;           /* moved, and the time the move took */
-  char why[112];
-} sc_decision;
-/* Keeps d for the report (the newest SC_DECISIONS_KEPT). */
-#define SC_DECISIONS_KEPT 4096
-void sc_report_decision(const sc_decision *d);
-/* The placer's totals, for the report. */
-typedef struct sc_placer_totals {
-  int running, monitor_only;
-  unsigned interval_ms;
-  int fast_node;                /* first node of the fast tier */
-  uint64_t start_unix_ns;        /* when it started (CLOCK_REALTIME) */
-  uint64_t budget, intervals, monitor_ns, moves, moves_failed;
-  unsigned sample_every;        /* its last sample: one chunk of 2 MiB in this many */
-} sc_placer_totals;
-void sc_report_placer(const sc_placer_totals *t);
-/* Around fork(): the lock of the decisions (taken last, a leaf). */
-void sc_report_fork_lock(void);
-void sc_report_fork_unlock(int child);
-
-/* Adds a destroyed arena's migrations to the totals of the report. */
-void sc_report_arena_gone(const sc_arena *a);
-/* Reads SICM_STATS; when set, the report is written at exit (once). */
-void sc_report_setup(void);
-/* The last sicm_fini: write the report now, while the arenas exist. */
-void sc_report_before_fini(void);
+/* ---- arena_stats.c: what arenas destroyed before did ---- */
+typedef struct sc_arenas_gone {
+  uint64_t arenas, migrations, failed, nanoseconds, bytes_moved;
+} sc_arenas_gone;
+/* Adds a destroyed arena's migrations to the totals. */
+void sc_arenas_gone_add(const sc_arena *a);
+void sc_arenas_gone_read(sc_arenas_gone *out);
 
 /* ---- arena_usage.c: names, rates and placer modes of arenas ---- */
 /* Zeroes what the placer measured of a new arena. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_stats.c: what an arena holds — its kind's statistics, and where
- * its pages are (move_pages over the resident pages of its windows). */
+ * its pages are (move_pages over the resident pages of its windows) — and
+ * the migrations of arenas destroyed before, for the report. */
 #include <errno.h>
 #include <numaif.h>
 #include <stdlib.h>
@@ -71,4 +72,23 @@ int sicm_node_of_ptr(const void *ptr) {
   if (status < 0)
     return sc_fail(-status == ENOENT ? EFAULT : -status, "no page at %p", ptr);
   return status;
+}
+
+/* Totals of destroyed arenas (atomic). */
+static sc_arenas_gone gone;
+
+void sc_arenas_gone_add(const sc_arena *a) {
+  __atomic_fetch_add(&gone.arenas, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&gone.migrations, a->migrations_done, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&gone.failed, a->migrations_failed, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&gone.nanoseconds, a->migration_ns, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&gone.bytes_moved, a->migration_bytes, __ATOMIC_RELAXED);
+}
+
+void sc_arenas_gone_read(sc_arenas_gone *out) {
+  out->arenas = __atomic_load_n(&gone.arenas, __ATOMIC_RELAXED);
+  out->migrations = __atomic_load_n(&gone.migrations, __ATOMIC_RELAXED);
+  out->failed = __atomic_load_n(&gone.failed, __ATOMIC_RELAXED);
+  out->nanoseconds = __atomic_load_n(&gone.nanoseconds, __ATOMIC_RELAXED);
+  out->bytes_moved = __atomic_load_n(&gone.bytes_moved, __ATOMIC_RELAXED);
 }

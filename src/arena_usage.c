@@ -49,7 +49,7 @@ int sicm_arena_get_rates(sicm_arena sa, sicm_arena_rates *out) {
   out->moves_in = __atomic_load_n(&a->usage.moves_in, __ATOMIC_RELAXED);
   out->moves_out = __atomic_load_n(&a->usage.moves_out, __ATOMIC_RELAXED);
   out->on_fast = __atomic_load_n(&a->usage.on_fast, __ATOMIC_RELAXED);
-  out->mode = __atomic_load_n(&a->place_mode, __ATOMIC_RELAXED);
+  out->mode = __atomic_load_n(&a->autoplace_mode, __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -59,7 +59,7 @@ int sicm_arena_set_autoplace(sicm_arena sa, int mode) {
     return -1;
   if (mode != SICM_AUTOPLACE_AUTO && mode != SICM_AUTOPLACE_PIN && mode != SICM_AUTOPLACE_EXCLUDE)
     return sc_fail(EINVAL, "sicm_arena_set_autoplace: unknown mode %d", mode);
-  __atomic_store_n(&a->place_mode, mode, __ATOMIC_RELAXED);
+  __atomic_store_n(&a->autoplace_mode, mode, __ATOMIC_RELAXED);
   return 0;
 }
 

@@ -12,7 +12,8 @@
  *   migrate.h   whole-arena migration                  migrate*.c
  *   shared.h    shared arenas (a kind of arena)        shared_*.c
  *   intent      allocators and devices by intent       intent_*.c
- *   place.h     automatic placement (beside intent)    place*.c
+ *   autoplace.h automatic placement (beside intent)    autoplace*.c
+ *   report.h    sicm_stats_print and SICM_STATS        report.c
  *   init.c      sicm_init / sicm_fini, above them all
  * Internal names start with sc_ (types, functions, globals) or SC_
  * (constants); everything public starts with sicm_ and is declared in

@@ -51,12 +51,12 @@ typedef struct share_header {
   char key[SHARE_KEY_MAX];
 } share_header;
 
-typedef struct share_place {
+typedef struct share_file {
   char path[4096], lock_path[4096];
   char key[SHARE_KEY_MAX];
   size_t key_length;
   int refused;            /* share_refuse has said why */
-} share_place;
+} share_file;
 
 /* What share_adopt found when it adopted nothing. */
 typedef enum share_found {
@@ -82,14 +82,14 @@ static uint64_t checksum(const void *data, size_t len) {
   return h;
 }
 
-static void key_add(share_place *pl, const char *label, const char *value) {
+static void key_add(share_file *pl, const char *label, const char *value) {
   size_t room = sizeof pl->key - pl->key_length;
   int n = snprintf(pl->key + pl->key_length, room, "%s=%s;", label, value);
   pl->key_length = n < 0 || (size_t)n >= room ? sizeof pl->key : pl->key_length + (size_t)n;
 }
 
 /* Appends the first line of a file ("-" when it cannot be read). */
-static void key_add_file(share_place *pl, const char *label, const char *path) {
+static void key_add_file(share_file *pl, const char *label, const char *path) {
   char line[1024] = "-";
   FILE *f = fopen(path, "re");
   if (f != NULL) {
@@ -102,7 +102,7 @@ static void key_add_file(share_place *pl, const char *label, const char *path) {
 }
 
 /* The cgroup (v2) of this process: its path, and the cpuset hwloc keeps. */
-static void key_add_cgroup(share_place *pl) {
+static void key_add_cgroup(share_file *pl) {
   char line[1024] = "", path[1200];
   FILE *f = fopen("/proc/self/cgroup", "re");
   if (f != NULL) {
@@ -120,7 +120,7 @@ static void key_add_cgroup(share_place *pl) {
 }
 
 /* Fills the key and the paths; -1 when the key does not fit. */
-static int place_init(share_place *pl) {
+static int share_file_init(share_file *pl) {
   memset(pl, 0, sizeof *pl);
   char value[64];
   snprintf(value, sizeof value, "%u;hwloc=%x;page=%zu", SHARE_FORMAT, hwloc_get_api_version(),
@@ -207,7 +207,7 @@ static int share_open(const char *path, int flags, struct stat *st, int *said) {
   return fd;
 }
 
-static share_found share_adopt(share_place *pl, hwloc_topology_t *hw) {
+static share_found share_adopt(share_file *pl, hwloc_topology_t *hw) {
   struct stat st;
   int fd = share_open(pl->path, O_RDONLY, &st, &pl->refused);
   if (fd < 0)
@@ -243,7 +243,7 @@ out:
 
 /* The lock file, held: an fd to close, or -1 when it could not be had in
  * time (then this process discovers on its own and publishes nothing). */
-static int share_lock(share_place *pl) {
+static int share_lock(share_file *pl) {
   struct stat st;
   int fd = share_open(pl->lock_path, O_RDWR | O_CREAT, &st, &pl->refused);
   if (fd < 0)
@@ -284,7 +284,7 @@ static int share_copy_finish(int fd, uint64_t offset, void *address, size_t leng
 }
 
 /* Writes hw under a temporary name and renames it over the file. */
-static int share_publish(const share_place *pl, hwloc_topology_t hw) {
+static int share_publish(const share_file *pl, hwloc_topology_t hw) {
   char tmp[4200];
   size_t length;
   const uint64_t offset = sc_page_size();
@@ -319,10 +319,10 @@ fail:
 }
 
 hwloc_topology_t sc_topo_share_load(sicm_topology_source *source) {
-  share_place *pl = malloc(sizeof *pl);
+  share_file *pl = malloc(sizeof *pl);
   hwloc_topology_t hw = NULL;
   *source = SICM_TOPOLOGY_DISCOVERED;
-  if (pl == NULL || place_init(pl) != 0) {
+  if (pl == NULL || share_file_init(pl) != 0) {
     free(pl);
     return sc_topo_load_hwloc(0);
   }

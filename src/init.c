@@ -14,7 +14,7 @@
 #include "arena_je.h"
 #include "config.h"
 #include "migrate.h"
-#include "place.h"
+#include "report.h"
 #include "shared.h"
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -67,11 +67,11 @@ static void fork_prepare(void) {
   pthread_mutex_lock(&init_lock);
   sc_shared_fork_lock();
   sc_arenas_fork_lock();
-  sc_report_fork_lock();
+  sc_autoplace_report_fork_lock();
 }
 
 static void fork_release(int child) {
-  sc_report_fork_unlock(child);
+  sc_autoplace_report_fork_unlock();
   sc_arenas_fork_unlock(child);
   sc_shared_fork_unlock();
   pthread_mutex_unlock(&init_lock);
@@ -81,7 +81,7 @@ static void fork_parent(void) { fork_release(0); }
 static void fork_child(void) {
   fork_release(1);
   sc_shared_fork_child();
-  sc_place_fork_child();
+  sc_autoplace_fork_child();
 }
 
 /* The handlers are registered when the library is loaded, before any
@@ -115,7 +115,7 @@ int sicm_init_with(unsigned flags) {
   if (rc == 0 && init_refs++ == 0) {
     sc_state_publish(1);
     sc_report_setup();
-    sc_place_setup();
+    sc_autoplace_setup();
   }
   pthread_mutex_unlock(&init_lock);
   return rc;
@@ -137,7 +137,7 @@ int sicm_fini(void) {
   if (init_refs == 1) {
     /* The placer first: the report then holds its last interval, and no
      * interval runs while the arenas go. */
-    sc_place_before_fini();
+    sc_autoplace_before_fini();
     sc_report_before_fini();
   }
   if (init_refs == 1 && sc_arenas_release_all() != 0) {

@@ -226,7 +226,7 @@ static sc_arena *migrate_prepare(sicm_arena sa, sicm_device *const *devs, unsign
 /* The program's move: the placer leaves the arena alone from now on. */
 static void migrate_by_program(sc_arena *a) {
   int automatic = SICM_AUTOPLACE_AUTO;
-  __atomic_compare_exchange_n(&a->place_mode, &automatic, SICM_AUTOPLACE_PIN, 0, __ATOMIC_RELAXED,
+  __atomic_compare_exchange_n(&a->autoplace_mode, &automatic, SICM_AUTOPLACE_PIN, 0, __ATOMIC_RELAXED,
                               __ATOMIC_RELAXED);
   __atomic_fetch_add(&a->program_moves, 1, __ATOMIC_RELAXED);
 }
@@ -260,7 +260,7 @@ int sc_arena_move(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, unsig
   if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != sc_handle_generation(sa)) {
     *report = (sicm_migration_report){.error = ESTALE};
     rc = sc_fail(ESTALE, "the arena was destroyed");
-  } else if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO) {
+  } else if (__atomic_load_n(&a->autoplace_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO) {
     /* The program moved it or took it out since the placer decided. */
     *report = (sicm_migration_report){.error = EPERM};
     rc = sc_fail(EPERM, "the arena is no longer the placer's to move");

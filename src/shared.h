@@ -71,7 +71,7 @@ typedef struct sc_shm_cacher {
   uint64_t ns;          /* inode of its pid namespace */
 } sc_shm_cacher;
 
-/* One process's share of a segment's accesses (shared_place.c). */
+/* One process's share of a segment's accesses (shared_autoplace.c). */
 #define SC_SHM_RATES 64u
 typedef struct sc_shm_rate {
   uint64_t owner;       /* pid | start time << 22 of the publisher; 0: free */
@@ -233,7 +233,7 @@ void sc_shm_unlock(sc_shared_arena *s);
 int sc_shm_migrate_lock(sc_shared_arena *s);
 void sc_shm_migrate_unlock(sc_shared_arena *s);
 
-/* ---- shared_place.c: the placer's view of a shared arena ---- */
+/* ---- shared_autoplace.c: the placer's view of a shared arena ---- */
 /* Publishes this process's referenced bytes per second and returns the
  * sum over the processes whose figures are fresh, this one's included. */
 uint64_t sc_shm_rate_share(sc_arena *a, uint64_t per_second, unsigned interval_ms);
@@ -241,7 +241,7 @@ uint64_t sc_shm_rate_share(sc_arena *a, uint64_t per_second, unsigned interval_m
  * another live one does. */
 int sc_shm_placer_claim(sc_arena *a);
 /* Gives up this process's rate slot and placing (placer stop, detach). */
-void sc_shm_place_release(sc_arena *a);
+void sc_shm_autoplace_release(sc_arena *a);
 
 /* ---- shared_heap.c ---- */
 /* Lays out an empty heap in a zeroed segment of s->size bytes, the locks

@@ -17,7 +17,7 @@
 #include "sicm_test.h"
 
 extern "C" {
-#include "place.h"
+#include "autoplace.h"
 }
 
 using sicm_test::ScopedEnv;
@@ -136,9 +136,9 @@ TEST_F(Autoplace, PlacerFlagsBelongToCreation) {
 TEST(AutoplaceConfig, TheVariableIsReadStrictly) {
   ASSERT_EQ(0, sicm_init());
   sicm_autoplace_config c;
-  ASSERT_EQ(0, sc_place_config_parse("on", &c)) << sicm_error_detail();
+  ASSERT_EQ(0, sc_autoplace_config_parse("on", &c)) << sicm_error_detail();
   EXPECT_EQ(1000u, c.interval_ms);
-  ASSERT_EQ(0, sc_place_config_parse("fast=0,budget=64M,reserve=1G,interval=2s,halflife=3,"
+  ASSERT_EQ(0, sc_autoplace_config_parse("fast=0,budget=64M,reserve=1G,interval=2s,halflife=3,"
                                      "arenas=flagged,mode=monitor", &c))
       << sicm_error_detail();
   EXPECT_EQ((size_t)64 << 20, c.budget);
@@ -147,13 +147,13 @@ TEST(AutoplaceConfig, TheVariableIsReadStrictly) {
   EXPECT_EQ(3u, c.half_life);
   EXPECT_EQ((unsigned)SICM_AUTOPLACE_FLAGGED, c.arenas);
   EXPECT_EQ(1, c.monitor_only);
-  ASSERT_EQ(0, sc_place_config_parse("interval=250", &c));
+  ASSERT_EQ(0, sc_autoplace_config_parse("interval=250", &c));
   EXPECT_EQ(250u, c.interval_ms);
   for (const char *bad : {"interval=0", "interval=5ms", "interval=1h", "budget=1X", "budget=",
                           "speed=1", "fast=99", "fast=0+0", "arenas=some", "mode=fast",
                           "halflife=0", "budget=99999T", "fast", ",", "interval=1s,,"}) {
     errno = 0;
-    EXPECT_EQ(-1, sc_place_config_parse(bad, &c)) << bad;
+    EXPECT_EQ(-1, sc_autoplace_config_parse(bad, &c)) << bad;
     EXPECT_EQ(EINVAL, errno) << bad;
   }
   EXPECT_EQ(0, sicm_fini());

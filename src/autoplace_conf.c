@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* place_conf.c: the placer's configuration — its defaults, the checks
+/* autoplace_conf.c: the placer's configuration — its defaults, the checks
  * every configuration passes (from sicm_autoplace_start() or from
  * SICM_AUTOPLACE), and the variable's syntax:
  *   SICM_AUTOPLACE=1 | on | KEY=VALUE[,KEY=VALUE...]
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "place.h"
+#include "autoplace.h"
 
 int sicm_autoplace_config_init(sicm_autoplace_config *c) {
   if (c == NULL)
@@ -37,7 +37,7 @@ int sicm_autoplace_config_init(sicm_autoplace_config *c) {
   return 0;
 }
 
-int sc_place_config_check(const sicm_autoplace_config *c) {
+int sc_autoplace_config_check(const sicm_autoplace_config *c) {
   sc_state *s = sc_state_get();
   if (s == NULL)
     return -1;
@@ -172,7 +172,7 @@ static int parse_pair(const char *key, size_t klen, const char *v, size_t vlen,
 #undef VAL
 }
 
-int sc_place_config_parse(const char *text, sicm_autoplace_config *c) {
+int sc_autoplace_config_parse(const char *text, sicm_autoplace_config *c) {
   if (sicm_autoplace_config_init(c) != 0)
     return -1;
   if (strcmp(text, "1") == 0 || strcmp(text, "on") == 0)
@@ -187,5 +187,5 @@ int sc_place_config_parse(const char *text, sicm_autoplace_config *c) {
       return -1;
     p += len + (p[len] == ',');
   }
-  return sc_place_config_check(c);
+  return sc_autoplace_config_check(c);
 }

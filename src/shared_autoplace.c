@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* shared_place.c: a shared arena under automatic placement.  The accessed
+/* shared_autoplace.c: a shared arena under automatic placement.  The accessed
  * bits a monitor reads are those of its own process's page tables, so
  * each process sees only its own accesses: each publishes its referenced
  * bytes per second in a slot of the segment's header, and every process's
@@ -73,7 +73,7 @@ int sc_shm_placer_claim(sc_arena *a) {
                                      __ATOMIC_ACQUIRE);
 }
 
-void sc_shm_place_release(sc_arena *a) {
+void sc_shm_autoplace_release(sc_arena *a) {
   sc_shm_header *h = sc_shared_of(a)->header;
   uint64_t me = sc_shm_self_id(), expected = me;
   __atomic_compare_exchange_n(&h->placer, &expected, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);

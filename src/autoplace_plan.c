@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* place_plan.c: which arenas belong on the fast tier this interval — a
+/* autoplace_plan.c: which arenas belong on the fast tier this interval — a
  * pure function of what the monitor measured, so that tests can drive it
  * with any history.
  *
@@ -18,7 +18,7 @@
  * then the coldest. */
 #include <stdlib.h>
 
-#include "place.h"
+#include "autoplace.h"
 
 static double plan_score(const sc_plan_arena *a, const sc_plan_params *p) {
   double density = a->rate / (double)(a->resident ? a->resident : 1);

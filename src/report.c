@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* arena_report.c: what the arenas did, for people — sicm_stats_print()
- * and the report SICM_STATS asks for at exit.  Per live arena: its
- * devices, bytes held and allocated, resident bytes per node, migrations
- * and their time; then totals for arenas destroyed before.  Reads only
- * through the public calls on a handle, so an arena destroyed meanwhile is
- * skipped, not read after its end. */
+/* report.c: what the library did, for people — sicm_stats_print() and
+ * the report SICM_STATS asks for at exit.  Per live arena: its devices,
+ * bytes held and allocated, resident bytes per node, migrations and their
+ * time; then totals for arenas destroyed before, then the placer's part
+ * (autoplace_report.c).  It sits above every layer it reports on, beside
+ * init.c.  Reads only through the public calls on a handle, so an arena
+ * destroyed meanwhile is skipped, not read after its end. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -14,20 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "arena.h"
-
-/* Totals of destroyed arenas (atomic). */
-static struct {
-  uint64_t arenas, migrations, failed, nanoseconds, bytes_moved;
-} gone;
-
-void sc_report_arena_gone(const sc_arena *a) {
-  __atomic_fetch_add(&gone.arenas, 1, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&gone.migrations, a->migrations_done, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&gone.failed, a->migrations_failed, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&gone.nanoseconds, a->migration_ns, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&gone.bytes_moved, a->migration_bytes, __ATOMIC_RELAXED);
-}
+#include "report.h"
 
 #define REPORT_NODES 64
 
@@ -43,92 +31,6 @@ typedef struct arena_line {
   size_t resident[REPORT_NODES];
   uint64_t migrations, failed, nanoseconds, bytes_moved;
 } arena_line;
-
-/* ---- the placer's decisions and totals, kept for the report ---- */
-
-static pthread_mutex_t placer_lock = PTHREAD_MUTEX_INITIALIZER;
-static sc_decision decisions[SC_DECISIONS_KEPT];
-static uint64_t decisions_made; /* decisions[made % KEPT] is the next */
-static sc_placer_totals placer;
-
-void sc_report_fork_lock(void) { pthread_mutex_lock(&placer_lock); }
-
-/* The forking thread holds the lock in the child too: it unlocks it there. */
-void sc_report_fork_unlock(int child) {
-  (void)child;
-  pthread_mutex_unlock(&placer_lock);
-}
-
-void sc_report_decision(const sc_decision *d) {
-  pthread_mutex_lock(&placer_lock);
-  decisions[decisions_made++ % SC_DECISIONS_KEPT] = *d;
-  pthread_mutex_unlock(&placer_lock);
-}
-
-void sc_report_placer(const sc_placer_totals *t) {
-  sc_placer_totals copy = {0};
-  copy.running = t->running;
-  copy.monitor_only = t->monitor_only;
-  copy.interval_ms = t->interval_ms;
-  copy.fast_node = t->fast_node;
-  copy.start_unix_ns = t->start_unix_ns;
-  copy.sample_every = __atomic_load_n(&t->sample_every, __ATOMIC_RELAXED);
-  copy.budget = __atomic_load_n(&t->budget, __ATOMIC_RELAXED);
-  copy.intervals = __atomic_load_n(&t->intervals, __ATOMIC_RELAXED);
-  copy.monitor_ns = __atomic_load_n(&t->monitor_ns, __ATOMIC_RELAXED);
-  copy.moves = __atomic_load_n(&t->moves, __ATOMIC_RELAXED);
-  copy.moves_failed = __atomic_load_n(&t->moves_failed, __ATOMIC_RELAXED);
-  pthread_mutex_lock(&placer_lock);
-  placer = copy;
-  pthread_mutex_unlock(&placer_lock);
-}
-
-static void placer_print(FILE *out, int json) {
-  pthread_mutex_lock(&placer_lock);
-  sc_placer_totals t = placer;
-  uint64_t made = decisions_made, first = made > SC_DECISIONS_KEPT ? made - SC_DECISIONS_KEPT : 0;
-  if (json) {
-    fprintf(out, ", \"placer\": {\"started\": %s, \"start_time\": %.6f, \"running\": %s, "
-                 "\"mode\": \"%s\", "
-                 "\"fast_node\": %d, \"interval_ms\": %u, \"budget\": %llu, \"intervals\": %llu, "
-                 "\"monitor_seconds\": %.6f, \"sample_every\": %u, "
-                 "\"moves\": %llu, \"moves_refused\": %llu, "
-                 "\"decisions_dropped\": %llu}, \"decisions\": [",
-            t.interval_ms ? "true" : "false", (double)t.start_unix_ns / 1e9,
-            t.running ? "true" : "false",
-            t.monitor_only ? "monitor" : "place", t.fast_node, t.interval_ms,
-            (unsigned long long)t.budget, (unsigned long long)t.intervals, (double)t.monitor_ns / 1e9,
-            t.sample_every, (unsigned long long)t.moves,
-            (unsigned long long)t.moves_failed, (unsigned long long)first);
-  } else if (t.interval_ms) {
-    fprintf(out, "placer: %s, %s, fast node %d, interval %u ms, budget %llu; %llu intervals, "
-                 "monitor %.6f s, sampling 1 chunk in %u; "
-                 "%llu moves, %llu refused\n",
-            t.running ? "running" : "stopped", t.monitor_only ? "monitor only" : "placing",
-            t.fast_node, t.interval_ms, (unsigned long long)t.budget,
-            (unsigned long long)t.intervals, (double)t.monitor_ns / 1e9, t.sample_every,
-            (unsigned long long)t.moves, (unsigned long long)t.moves_failed);
-  }
-  for (uint64_t i = first; i < made; i++) {
-    const sc_decision *d = &decisions[i % SC_DECISIONS_KEPT];
-    if (json)
-      fprintf(out, "%s{\"time\": %.6f, \"arena\": %u, \"name\": \"%s\", \"from\": %d, \"to\": %d, "
-                   "\"error\": %d, \"bytes\": %llu, \"seconds\": %.6f, \"why\": \"",
-              i > first ? ", " : "", (double)d->unix_ns / 1e9, d->slot, d->name, d->from_node,
-              d->to_node, d->error, (unsigned long long)d->bytes, (double)d->ns / 1e9);
-    else
-      fprintf(out, "  decision %.6f: arena %u%s%s: node %d -> %d, %llu bytes in %.6f s%s: ",
-              (double)d->unix_ns / 1e9, d->slot, d->name[0] ? " " : "", d->name, d->from_node,
-              d->to_node, (unsigned long long)d->bytes, (double)d->ns / 1e9,
-              d->error ? " (refused)" : "");
-    for (const char *c = d->why; *c; c++) /* JSON-safe: no quote, backslash or control */
-      fputc(*c == '"' || *c == '\\' || (unsigned char)*c < 0x20 ? '\'' : *c, out);
-    fputs(json ? "\"}" : "\n", out);
-  }
-  if (json)
-    fputc(']', out);
-  pthread_mutex_unlock(&placer_lock);
-}
 
 /* A snapshot of slot `slot`'s arena; 0 if it is not live. */
 static int line_take(unsigned slot, arena_line *out) {
@@ -264,24 +166,22 @@ int sicm_stats_print(FILE *out, unsigned flags) {
       text_line(out, &line);
     live++;
   }
-  uint64_t arenas = __atomic_load_n(&gone.arenas, __ATOMIC_RELAXED);
-  uint64_t migrations = __atomic_load_n(&gone.migrations, __ATOMIC_RELAXED);
-  uint64_t failed = __atomic_load_n(&gone.failed, __ATOMIC_RELAXED);
-  double seconds = (double)__atomic_load_n(&gone.nanoseconds, __ATOMIC_RELAXED) / 1e9;
-  unsigned long long moved = __atomic_load_n(&gone.bytes_moved, __ATOMIC_RELAXED);
+  sc_arenas_gone gone;
+  sc_arenas_gone_read(&gone);
+  unsigned long long arenas = gone.arenas, migrations = gone.migrations, failed = gone.failed,
+                     moved = gone.bytes_moved;
+  double seconds = (double)gone.nanoseconds / 1e9;
   if (json)
     fprintf(out,
             "], \"destroyed\": {\"arenas\": %llu, \"migrations\": %llu, "
             "\"migrations_failed\": %llu, \"migration_seconds\": %.6f, \"bytes_moved\": %llu}",
-            (unsigned long long)arenas, (unsigned long long)migrations, (unsigned long long)failed,
-            seconds, moved);
+            arenas, migrations, failed, seconds, moved);
   else
     fprintf(out,
             "%u live arenas; destroyed before: %llu arenas, migrations %llu (%.6f s, %llu bytes "
             "moved), %llu failed\n",
-            live, (unsigned long long)arenas, (unsigned long long)migrations, seconds, moved,
-            (unsigned long long)failed);
-  placer_print(out, json);
+            live, arenas, migrations, seconds, moved, failed);
+  sc_autoplace_report_print(out, json);
   if (json)
     fputs("}\n", out);
   if (fflush(out) != 0 || ferror(out))

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* place.c: the placer — a thread that each interval measures the arenas
- * that take part (place_monitor.c), updates their decaying rates, asks
- * the plan (place_plan.c) what moves, and moves them with migration
+/* autoplace.c: the placer — a thread that each interval measures the arenas
+ * that take part (autoplace_monitor.c), updates their decaying rates, asks
+ * the plan (autoplace_plan.c) what moves, and moves them with migration
  * (sc_arena_move: the placer's moves do not pin).  Demotions run before
  * promotions, so the fast tier has the room when a promotion starts.
  * Every move, refused ones included, is kept for the report. */
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "place.h"
+#include "autoplace.h"
 
 enum {
   MIN_STAY = 2,      /* intervals an arena stays after a move */
@@ -23,7 +23,7 @@ enum {
 static const double HYSTERESIS = 0.25, MOVE_WEIGHT = 1.0;
 
 /* What the placer keeps of one arena slot. */
-typedef struct place_track {
+typedef struct autoplace_track {
   uint64_t generation;          /* of the arena tracked; 0: none */
   unsigned nhome;
   unsigned home_flags;
@@ -34,7 +34,7 @@ typedef struct place_track {
   unsigned since_move, retry_in;
   int placed_elsewhere;         /* shared, and another process places it */
   sicm_arena_rates rates;
-} place_track;
+} autoplace_track;
 
 static struct {
   pthread_mutex_t lock;         /* start, stop */
@@ -44,12 +44,12 @@ static struct {
   pthread_t thread;
   sicm_autoplace_config config;
   sc_nodemask fast_nodes;
-  place_track *tracks;          /* SC_ARENA_SLOTS */
+  autoplace_track *tracks;          /* SC_ARENA_SLOTS */
   sc_monitor *monitor;
   sc_monitor_bytes *sample;
   sc_plan_arena *plan;          /* scratch, SC_ARENA_SLOTS each */
   unsigned *plan_slot, *order;
-  sc_placer_totals totals;
+  sc_autoplace_totals totals;
 } placer = {.lock = PTHREAD_MUTEX_INITIALIZER,
             .sleep_lock = PTHREAD_MUTEX_INITIALIZER,
             .wake = PTHREAD_COND_INITIALIZER};
@@ -71,7 +71,7 @@ static unsigned policy_flags(int policy) {
  * bound to when it joined, or, when it joined on the fast tier, the
  * nearest device off it; an ANYWHERE arena, capacity memory with room
  * when there is some. */
-static void track_home(place_track *t, sc_arena *a, sicm_device *const *devs, int n) {
+static void track_home(autoplace_track *t, sc_arena *a, sicm_device *const *devs, int n) {
   t->nhome = 0;
   t->home_flags = 0;
   if ((a->flags & SICM_ARENA_ANYWHERE) != 0) {
@@ -110,13 +110,13 @@ static void track_home(place_track *t, sc_arena *a, sicm_device *const *devs, in
     }
 }
 
-static void decision_keep(unsigned slot, sc_arena *a, int from, int to, int error,
+static void decision_record(unsigned slot, sc_arena *a, int from, int to, int error,
                           const sicm_migration_report *r, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
 
-static void decision_keep(unsigned slot, sc_arena *a, int from, int to, int error,
+static void decision_record(unsigned slot, sc_arena *a, int from, int to, int error,
                           const sicm_migration_report *r, const char *fmt, ...) {
-  sc_decision d = {.unix_ns = sc_clock_ns(CLOCK_REALTIME), .slot = slot, .from_node = from,
+  sc_autoplace_decision d = {.unix_ns = sc_clock_ns(CLOCK_REALTIME), .slot = slot, .from_node = from,
                    .to_node = to, .error = error};
   sc_arena_name_copy(a, d.name);
   if (r != NULL) {
@@ -127,12 +127,12 @@ static void decision_keep(unsigned slot, sc_arena *a, int from, int to, int erro
   va_start(ap, fmt);
   vsnprintf(d.why, sizeof d.why, fmt, ap);
   va_end(ap);
-  sc_report_decision(&d);
+  sc_autoplace_decision_keep(&d);
 }
 
 /* Moves the arena of slot `slot` on or off the fast tier; 0 or -1. */
-static int place_move(unsigned slot, int promote, const char *why) {
-  place_track *t = &placer.tracks[slot];
+static int autoplace_move(unsigned slot, int promote, const char *why) {
+  autoplace_track *t = &placer.tracks[slot];
   sc_arena *a = sc_arena_slots[slot];
   sicm_arena sa = sc_arena_handle(a, t->generation);
   sicm_device *from[SICM_ARENA_DEVICES_MAX];
@@ -159,10 +159,10 @@ static int place_move(unsigned slot, int promote, const char *why) {
     t->rates.moves_out++;
   __atomic_fetch_add(rc ? &placer.totals.moves_failed : &placer.totals.moves, 1, __ATOMIC_RELAXED);
   if (rc)
-    decision_keep(slot, a, from[0]->node, to[0]->node, err, &report, "%s; refused: %s", why,
+    decision_record(slot, a, from[0]->node, to[0]->node, err, &report, "%s; refused: %s", why,
                   sicm_error_detail());
   else
-    decision_keep(slot, a, from[0]->node, to[0]->node, 0, &report, "%s", why);
+    decision_record(slot, a, from[0]->node, to[0]->node, 0, &report, "%s", why);
   return rc;
 }
 
@@ -170,7 +170,7 @@ static int place_move(unsigned slot, int promote, const char *why) {
 static int takes_part(const sc_arena *a) {
   if (a->library_default)
     return 0;
-  if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) == SICM_AUTOPLACE_EXCLUDE)
+  if (__atomic_load_n(&a->autoplace_mode, __ATOMIC_RELAXED) == SICM_AUTOPLACE_EXCLUDE)
     return 0;
   return placer.config.arenas == SICM_AUTOPLACE_ALL || (a->flags & SICM_ARENA_AUTOPLACE) != 0;
 }
@@ -187,99 +187,136 @@ static int shared_enter(sc_arena *a, uint64_t generation) {
   return 0;
 }
 
-/* One interval: measure, update, plan, move. */
-static void place_interval(uint64_t elapsed_ns) {
-  sc_monitor_bytes *s = placer.sample;
+/* Measures every arena that takes part, counting the monitor's time; 0
+ * when this interval has no measure. */
+static int interval_measure(void) {
   uint64_t t0 = sc_clock_ns(CLOCK_MONOTONIC);
-  int measured = sc_monitor_sample(placer.monitor, takes_part, s) == 0;
+  int measured = sc_monitor_sample(placer.monitor, takes_part, placer.sample) == 0;
   __atomic_fetch_add(&placer.totals.monitor_ns, sc_clock_ns(CLOCK_MONOTONIC) - t0, __ATOMIC_RELAXED);
   __atomic_store_n(&placer.totals.sample_every, placer.monitor->every, __ATOMIC_RELAXED);
   __atomic_fetch_add(&placer.totals.intervals, 1, __ATOMIC_RELAXED);
-  if (!measured)
-    return;
+  return measured;
+}
+
+/* The live arena of `slot` that takes part, its generation and devices,
+ * with its track started anew when the slot holds a new arena; NULL
+ * (track cleared) when there is none. */
+static sc_arena *track_arena(unsigned slot, uint64_t *generation, sicm_device **devs, int *ndevs) {
+  autoplace_track *t = &placer.tracks[slot];
+  sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
+  *generation = a ? __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) : 0;
+  if (*generation == 0 || !takes_part(a) ||
+      (*ndevs = sicm_arena_get_devices(sc_arena_handle(a, *generation), devs,
+                                       SICM_ARENA_DEVICES_MAX)) <= 0) {
+    t->generation = 0;
+    return NULL;
+  }
+  if (t->generation != *generation) { /* a new arena in this slot */
+    memset(t, 0, sizeof *t);
+    t->generation = *generation;
+    t->program_moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
+    t->since_move = MIN_STAY;
+    track_home(t, a, devs, *ndevs);
+  }
+  uint64_t moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
+  if (moves != t->program_moves) { /* migrate.c pinned it */
+    t->program_moves = moves;
+    decision_record(slot, a, -1, devs[0]->node, 0, NULL, "the program moved it: pinned");
+  }
+  return a;
+}
+
+/* The bytes the arena referenced this interval: this process's, or for a
+ * shared arena every process's, summed. */
+static uint64_t referenced_bytes(sc_arena *a, uint64_t generation, uint64_t mine) {
+  if (a->ops->rate_share == NULL || !shared_enter(a, generation))
+    return mine;
+  double seconds = (double)placer.config.interval_ms / 1000;
+  uint64_t sum = a->ops->rate_share(a, (uint64_t)((double)mine / seconds), placer.config.interval_ms);
+  pthread_mutex_unlock(&a->migrate_lock);
+  return (uint64_t)((double)sum * seconds);
+}
+
+/* Updates the decaying rate and what the arena's rates show; 0 when the
+ * arena was destroyed meanwhile (its track then starts from zero). */
+static int rates_update(unsigned slot, sc_arena *a, uint64_t generation, int fast,
+                        uint64_t elapsed_ns) {
+  autoplace_track *t = &placer.tracks[slot];
   double alpha = 1 - pow(0.5, 1.0 / placer.config.half_life);
   double seconds = (double)placer.config.interval_ms / 1000;
+  uint64_t referenced = referenced_bytes(a, generation, placer.sample->referenced[slot]);
+  t->rate += alpha * ((double)referenced - t->rate);
+  sicm_arena_rates *r = &t->rates;
+  r->intervals++;
+  r->referenced_last = referenced;
+  r->resident = placer.sample->resident[slot];
+  r->referenced_per_second = t->rate / seconds;
+  *(fast ? &r->fast_ns : &r->slow_ns) += elapsed_ns;
+  r->on_fast = fast;
+  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != generation) {
+    t->generation = 0;
+    return 0;
+  }
+  sc_arena_usage_store(a, r);
+  if (t->since_move < MIN_STAY)
+    t->since_move++;
+  if (t->retry_in)
+    t->retry_in--;
+  return 1;
+}
+
+/* Whether this process's placer places the arena: automatic, and for a
+ * shared arena, claimed by this process (said once when it is not). */
+static int placed_here(unsigned slot, sc_arena *a, uint64_t generation, int node) {
+  autoplace_track *t = &placer.tracks[slot];
+  if (__atomic_load_n(&a->autoplace_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO)
+    return 0;
+  if (a->ops->placer_claim == NULL || placer.config.monitor_only)
+    return 1;
+  if (!shared_enter(a, generation))
+    return 0; /* moving, or gone: not this interval */
+  int mine = a->ops->placer_claim(a);
+  pthread_mutex_unlock(&a->migrate_lock);
+  if (!mine && !t->placed_elsewhere)
+    decision_record(slot, a, -1, node, 0, NULL, "shared: another process's placer places it");
+  t->placed_elsewhere = !mine;
+  return mine;
+}
+
+/* Updates every arena's track from this interval's measure and fills the
+ * plan with those this placer may move; their count.  *on_fast_bytes: the
+ * bytes they hold on the fast tier (pinned arenas' are not its room). */
+static unsigned interval_update(uint64_t elapsed_ns, uint64_t *on_fast_bytes) {
   unsigned n = 0;
-  uint64_t on_fast_bytes = 0;
+  *on_fast_bytes = 0;
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
-    place_track *t = &placer.tracks[slot];
-    sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
-    uint64_t generation = a ? __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) : 0;
+    autoplace_track *t = &placer.tracks[slot];
+    uint64_t generation;
     sicm_device *devs[SICM_ARENA_DEVICES_MAX];
-    if (generation == 0 || !takes_part(a)) {
-      t->generation = 0;
+    int ndevs;
+    sc_arena *a = track_arena(slot, &generation, devs, &ndevs);
+    if (a == NULL)
       continue;
-    }
-    int ndevs = sicm_arena_get_devices(sc_arena_handle(a, generation), devs, SICM_ARENA_DEVICES_MAX);
-    if (ndevs <= 0) {
-      t->generation = 0;
-      continue;
-    }
-    if (t->generation != generation) { /* a new arena in this slot */
-      memset(t, 0, sizeof *t);
-      t->generation = generation;
-      t->program_moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
-      t->since_move = MIN_STAY;
-      track_home(t, a, devs, ndevs);
-    }
-    uint64_t moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
-    if (moves != t->program_moves) { /* migrate.c pinned it */
-      t->program_moves = moves;
-      decision_keep(slot, a, -1, devs[0]->node, 0, NULL, "the program moved it: pinned");
-    }
     int fast = on_fast_tier(devs, ndevs);
-    uint64_t referenced = s->referenced[slot];
-    if (a->ops->rate_share != NULL && shared_enter(a, generation)) {
-      /* Every process's accesses, summed. */
-      uint64_t sum = a->ops->rate_share(a, (uint64_t)((double)referenced / seconds),
-                                        placer.config.interval_ms);
-      pthread_mutex_unlock(&a->migrate_lock);
-      referenced = (uint64_t)((double)sum * seconds);
-    }
-    t->rate += alpha * ((double)referenced - t->rate);
-    sicm_arena_rates *r = &t->rates;
-    r->intervals++;
-    r->referenced_last = referenced;
-    r->resident = s->resident[slot];
-    r->referenced_per_second = t->rate / seconds;
-    *(fast ? &r->fast_ns : &r->slow_ns) += elapsed_ns;
-    r->on_fast = fast;
-    /* Destroyed and replaced since: the new arena starts from zero. */
-    if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != generation) {
-      t->generation = 0;
+    if (!rates_update(slot, a, generation, fast, elapsed_ns) ||
+        !placed_here(slot, a, generation, devs[0]->node))
       continue;
-    }
-    sc_arena_usage_store(a, r);
-    if (t->since_move < MIN_STAY)
-      t->since_move++;
-    if (t->retry_in)
-      t->retry_in--;
-    if (__atomic_load_n(&a->place_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO)
-      continue;
-    if (a->ops->placer_claim != NULL && !placer.config.monitor_only) {
-      if (!shared_enter(a, generation))
-        continue; /* moving, or gone: not this interval */
-      int mine = a->ops->placer_claim(a);
-      pthread_mutex_unlock(&a->migrate_lock);
-      if (!mine && !t->placed_elsewhere)
-        decision_keep(slot, a, -1, devs[0]->node, 0, NULL,
-                      "shared: another process's placer places it");
-      t->placed_elsewhere = !mine;
-      if (!mine)
-        continue;
-    }
-    if (fast) /* the placer's own share of the tier; pinned arenas' is not its room */
-      on_fast_bytes += r->resident;
-    placer.plan[n] = (sc_plan_arena){.resident = r->resident, .referenced = r->referenced_last,
+    if (fast)
+      *on_fast_bytes += t->rates.resident;
+    placer.plan[n] = (sc_plan_arena){.resident = t->rates.resident,
+                                     .referenced = t->rates.referenced_last,
                                      .rate = t->rate, .on_fast = fast,
                                      .anywhere = (a->flags & SICM_ARENA_ANYWHERE) != 0,
                                      .movable = t->since_move >= MIN_STAY && t->retry_in == 0,
                                      .regret = t->regret};
     placer.plan_slot[n++] = slot;
   }
-  if (placer.config.monitor_only)
-    return;
-  /* The budget: never more than the tier's free memory less the reserve. */
+  return n;
+}
+
+/* The budget: the configured one, never more than the fast tier's free
+ * memory (plus what the placer's arenas hold there) less the reserve. */
+static uint64_t interval_budget(uint64_t on_fast_bytes) {
   uint64_t free_bytes = 0;
   for (unsigned i = 0; i < placer.config.ndevices; i++) {
     size_t f;
@@ -290,34 +327,59 @@ static void place_interval(uint64_t elapsed_ns) {
   room = room > placer.config.reserve ? room - placer.config.reserve : 0;
   uint64_t budget = placer.config.budget && placer.config.budget < room ? placer.config.budget : room;
   __atomic_store_n(&placer.totals.budget, budget, __ATOMIC_RELAXED);
-  sc_plan_params params = {.budget = budget, .hysteresis = HYSTERESIS, .move_weight = MOVE_WEIGHT};
-  sc_plan(placer.plan, n, &params, placer.order);
+  return budget;
+}
+
+/* Whether an ANYWHERE arena the plan leaves off the fast tier is away
+ * from its cheapest home. */
+static int away_from_home(const sc_plan_arena *p, unsigned slot) {
+  autoplace_track *t = &placer.tracks[slot];
+  sicm_device *devs[1];
+  return p->action == SC_PLAN_STAY && p->anywhere && !p->on_fast && p->movable && !p->wanted &&
+         t->nhome == 1 &&
+         sicm_arena_get_devices(sc_arena_handle(sc_arena_slots[slot], t->generation), devs, 1) > 0 &&
+         devs[0] != t->home[0];
+}
+
+/* Carries out the plan's n actions: demotions first, so that the fast
+ * tier has the room when a promotion starts, and no promotion in an
+ * interval where a demotion was refused (its room may depend on it). */
+static void interval_apply(unsigned n) {
+  int demotion_failed = 0;
+  for (unsigned i = 0; i < n; i++) {
+    sc_plan_arena *p = &placer.plan[i];
+    unsigned slot = placer.plan_slot[i];
+    placer.tracks[slot].regret = p->regret;
+    if (p->action == SC_PLAN_DEMOTE || p->action == SC_PLAN_SHED)
+      demotion_failed |= autoplace_move(slot, 0, p->action == SC_PLAN_SHED
+                                                     ? "the fast tier's budget shrank"
+                                                     : "colder than an arena that needs the room") != 0;
+    else if (away_from_home(p, slot))
+      autoplace_move(slot, 0, "not in active use: to the cheapest memory");
+  }
   char why[112];
-  int demotion_failed = 0; /* a promotion's room may depend on it: none this interval */
-  for (int pass = 0; pass < 2; pass++)
-    for (unsigned i = 0; i < n; i++) {
-      sc_plan_arena *p = &placer.plan[i];
-      place_track *t = &placer.tracks[placer.plan_slot[i]];
-      t->regret = p->regret;
-      if (pass == 0 && (p->action == SC_PLAN_DEMOTE || p->action == SC_PLAN_SHED)) {
-        demotion_failed |= place_move(placer.plan_slot[i], 0, p->action == SC_PLAN_SHED
-                                                                  ? "the fast tier's budget shrank"
-                                                                  : "colder than an arena that needs "
-                                                                    "the room") != 0;
-      } else if (pass == 0 && p->action == SC_PLAN_STAY && p->anywhere && !p->on_fast &&
-                 p->movable && !p->wanted && t->nhome == 1) {
-        /* An ANYWHERE arena off the fast tier belongs in its cheapest home. */
-        sicm_device *devs[1];
-        if (sicm_arena_get_devices(sc_arena_handle(sc_arena_slots[placer.plan_slot[i]],
-                                                   t->generation), devs, 1) > 0 &&
-            devs[0] != t->home[0])
-          place_move(placer.plan_slot[i], 0, "not in active use: to the cheapest memory");
-      } else if (pass == 1 && p->action == SC_PLAN_PROMOTE && !demotion_failed) {
-        snprintf(why, sizeof why, "hot: referenced %llu bytes off the fast tier, the move costs %llu",
-                 (unsigned long long)p->regret, (unsigned long long)p->cost);
-        place_move(placer.plan_slot[i], 1, why);
-      }
-    }
+  for (unsigned i = 0; i < n && !demotion_failed; i++) {
+    sc_plan_arena *p = &placer.plan[i];
+    if (p->action != SC_PLAN_PROMOTE)
+      continue;
+    snprintf(why, sizeof why, "hot: referenced %llu bytes off the fast tier, the move costs %llu",
+             (unsigned long long)p->regret, (unsigned long long)p->cost);
+    autoplace_move(placer.plan_slot[i], 1, why);
+  }
+}
+
+/* One interval: measure, update, budget, plan, move. */
+static void autoplace_interval(uint64_t elapsed_ns) {
+  if (!interval_measure())
+    return;
+  uint64_t on_fast_bytes;
+  unsigned n = interval_update(elapsed_ns, &on_fast_bytes);
+  if (placer.config.monitor_only)
+    return;
+  sc_plan_params params = {.budget = interval_budget(on_fast_bytes), .hysteresis = HYSTERESIS,
+                           .move_weight = MOVE_WEIGHT};
+  sc_plan(placer.plan, n, &params, placer.order);
+  interval_apply(n);
 }
 
 static void *placer_main(void *arg) {
@@ -338,9 +400,9 @@ static void *placer_main(void *arg) {
       break;
     pthread_mutex_unlock(&placer.sleep_lock);
     uint64_t now = sc_clock_ns(CLOCK_MONOTONIC);
-    place_interval(now - last);
+    autoplace_interval(now - last);
     last = now;
-    sc_report_placer(&placer.totals);
+    sc_autoplace_totals_publish(&placer.totals);
     uint64_t real = sc_clock_ns(CLOCK_REALTIME);
     next = next + interval_ns > real ? next + interval_ns : real;
     pthread_mutex_lock(&placer.sleep_lock);
@@ -399,7 +461,7 @@ static int placer_start(const sicm_autoplace_config *c) {
     placer_free();
     return sc_fail(ENOMEM, "out of memory for the placer");
   }
-  placer.totals = (sc_placer_totals){.running = 1, .monitor_only = c->monitor_only,
+  placer.totals = (sc_autoplace_totals){.running = 1, .monitor_only = c->monitor_only,
                                      .interval_ms = c->interval_ms,
                                      .start_unix_ns = sc_clock_ns(CLOCK_REALTIME),
                                      .sample_every = 1,
@@ -410,12 +472,12 @@ static int placer_start(const sicm_autoplace_config *c) {
     return sc_fail(EAGAIN, "no thread could be started for the placer");
   }
   placer.running = 1;
-  sc_report_placer(&placer.totals);
+  sc_autoplace_totals_publish(&placer.totals);
   return 0;
 }
 
 int sicm_autoplace_start(const sicm_autoplace_config *c) {
-  if (sc_place_config_check(c) != 0)
+  if (sc_autoplace_config_check(c) != 0)
     return -1;
   pthread_mutex_lock(&placer.lock);
   int rc = placer_start(c);
@@ -426,15 +488,15 @@ int sicm_autoplace_start(const sicm_autoplace_config *c) {
 }
 
 /* Gives up what the placer published or claimed in shared arenas. */
-static void place_release_all(void) {
+static void autoplace_release_all(void) {
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
     uint64_t generation = placer.tracks[slot].generation;
-    if (a == NULL || generation == 0 || a->ops->place_release == NULL)
+    if (a == NULL || generation == 0 || a->ops->autoplace_release == NULL)
       continue;
     pthread_mutex_lock(&a->migrate_lock);
     if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == generation)
-      a->ops->place_release(a);
+      a->ops->autoplace_release(a);
     pthread_mutex_unlock(&a->migrate_lock);
   }
 }
@@ -450,10 +512,10 @@ static int placer_stop(void) {
   pthread_cond_signal(&placer.wake);
   pthread_mutex_unlock(&placer.sleep_lock);
   pthread_join(placer.thread, NULL);
-  place_release_all();
+  autoplace_release_all();
   placer.running = 0;
   placer.totals.running = 0;
-  sc_report_placer(&placer.totals);
+  sc_autoplace_totals_publish(&placer.totals);
   placer_free();
   pthread_mutex_unlock(&placer.lock);
   return 0;
@@ -461,12 +523,12 @@ static int placer_stop(void) {
 
 int sicm_autoplace_stop(void) { return placer_stop(); }
 
-void sc_place_setup(void) {
+void sc_autoplace_setup(void) {
   const char *text = sc_env_get("SICM_AUTOPLACE");
   if (text == NULL || strcmp(text, "0") == 0 || strcmp(text, "off") == 0)
     return;
   sicm_autoplace_config c;
-  int rc = sc_place_config_parse(text, &c);
+  int rc = sc_autoplace_config_parse(text, &c);
   if (rc == 0) {
     pthread_mutex_lock(&placer.lock);
     rc = placer_start(&c);
@@ -477,17 +539,17 @@ void sc_place_setup(void) {
             text, sicm_error_detail());
 }
 
-void sc_place_before_fini(void) {
+void sc_autoplace_before_fini(void) {
   if (__atomic_load_n(&placer.running, __ATOMIC_RELAXED))
     placer_stop();
 }
 
-void sc_place_fork_child(void) {
+void sc_autoplace_fork_child(void) {
   /* The thread is the parent's; what it allocated stays with the child. */
   pthread_mutex_init(&placer.lock, NULL);
   pthread_mutex_init(&placer.sleep_lock, NULL);
   pthread_cond_init(&placer.wake, NULL);
   placer.running = 0;
   placer.totals.running = 0;
-  sc_report_placer(&placer.totals);
+  sc_autoplace_totals_publish(&placer.totals);
 }

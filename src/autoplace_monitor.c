@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* place_monitor.c: how hot each arena is, measured without touching its
+/* autoplace_monitor.c: how hot each arena is, measured without touching its
  * data.  Linux keeps an accessed bit per page-table entry;
  * madvise(MADV_COLD) clears those of a range and drops their translations,
  * so the next access sets the bit again, and /proc/self/smaps shows, per
@@ -30,7 +30,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "place.h"
+#include "autoplace.h"
 
 /* The lines of /proc/self/smaps read. */
 enum { FIELD_RSS, FIELD_REFERENCED, FIELD_HUGE };

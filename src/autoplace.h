@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* place.h: automatic placement (sicm_autoplace.h) — the monitor that
- * measures the bytes each arena referenced (place_monitor.c), the plan that
- * picks the arenas for the fast tier (place_plan.c, pure: no system
- * call), its configuration (place_conf.c), and the placer thread that measures, plans and moves
- * (place.c).  It sits above migration and moves arenas only through it. */
-#ifndef SC_PLACE_H
-#define SC_PLACE_H
+/* autoplace.h: automatic placement (sicm_autoplace.h) — the monitor that
+ * measures the bytes each arena referenced (autoplace_monitor.c), the plan
+ * that picks the arenas for the fast tier (autoplace_plan.c, pure: no
+ * system call), its configuration (autoplace_conf.c), the placer thread
+ * that measures, plans and moves (autoplace.c), and what it did, kept for
+ * the report (autoplace_report.c).  It sits above migration and moves
+ * arenas only through it. */
+#ifndef SC_AUTOPLACE_H
+#define SC_AUTOPLACE_H
+
+#include <stdio.h>
 
 #include "migrate.h"
 
-/* ---- place_monitor.c ---- */
+/* ---- autoplace_monitor.c ---- */
 /* Bytes per arena slot, from one reading of /proc/self/smaps. */
 typedef struct sc_monitor_bytes {
   uint64_t referenced[SC_ARENA_SLOTS]; /* referenced since the last clear (of the sample) */
@@ -46,7 +50,7 @@ int sc_monitor_check(sc_monitor *m, unsigned interval_ms);
  * arena that takes part; 0, or -1 with errno. */
 int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monitor_bytes *out);
 
-/* ---- place_plan.c ---- */
+/* ---- autoplace_plan.c ---- */
 /* DEMOTE: leaves the fast tier for a hotter arena's room; SHED: leaves it
  * because the budget shrank below what the arenas there hold. */
 enum { SC_PLAN_STAY, SC_PLAN_PROMOTE, SC_PLAN_DEMOTE, SC_PLAN_SHED };
@@ -75,19 +79,49 @@ typedef struct sc_plan_params {
  * `order` is scratch of n entries.  Returns the number of moves. */
 unsigned sc_plan(sc_plan_arena *a, unsigned n, const sc_plan_params *p, unsigned *order);
 
-/* ---- place_conf.c ---- */
+/* ---- autoplace_conf.c ---- */
 /* The checks of sicm_autoplace_start(): 0, or -1 with errno and words. */
-int sc_place_config_check(const sicm_autoplace_config *c);
+int sc_autoplace_config_check(const sicm_autoplace_config *c);
 /* The configuration SICM_AUTOPLACE's text describes, checked; 0 or -1. */
-int sc_place_config_parse(const char *text, sicm_autoplace_config *c);
+int sc_autoplace_config_parse(const char *text, sicm_autoplace_config *c);
 
-/* ---- place.c ---- */
+/* ---- autoplace_report.c ---- */
+/* One decision of the placer, as reports show it. */
+typedef struct sc_autoplace_decision {
+  uint64_t unix_ns;             /* when it was taken (CLOCK_REALTIME) */
+  unsigned slot;
+  char name[SICM_ARENA_NAME_MAX];
+  int from_node, to_node;       /* first node of the bindings; -1: none */
+  int error;                    /* 0, or the errno of the refused move */
+  uint64_t bytes, ns;           /* moved, and the time the move took */
+  char why[112];
+} sc_autoplace_decision;
+/* Keeps d for the report (the newest SC_AUTOPLACE_DECISIONS_KEPT). */
+#define SC_AUTOPLACE_DECISIONS_KEPT 4096
+void sc_autoplace_decision_keep(const sc_autoplace_decision *d);
+/* The placer's totals; the report shows the copy published last. */
+typedef struct sc_autoplace_totals {
+  int running, monitor_only;
+  unsigned interval_ms;
+  int fast_node;                /* first node of the fast tier */
+  uint64_t start_unix_ns;       /* when it started (CLOCK_REALTIME) */
+  uint64_t budget, intervals, monitor_ns, moves, moves_failed;
+  unsigned sample_every;        /* its last sample: one chunk of 2 MiB in this many */
+} sc_autoplace_totals;
+void sc_autoplace_totals_publish(const sc_autoplace_totals *t);
+/* The placer's part of sicm_stats_print: its totals, then its decisions. */
+void sc_autoplace_report_print(FILE *out, int json);
+/* Around fork(): the report's lock (taken last, a leaf). */
+void sc_autoplace_report_fork_lock(void);
+void sc_autoplace_report_fork_unlock(void);
+
+/* ---- autoplace.c ---- */
 /* Starts the placer from SICM_AUTOPLACE (sicm_init, first reference). */
-void sc_place_setup(void);
+void sc_autoplace_setup(void);
 /* Stops the placer (the last sicm_fini, once no arena of the program is
  * left and before the devices go). */
-void sc_place_before_fini(void);
+void sc_autoplace_before_fini(void);
 /* In a fork child: the placer's thread is the parent's. */
-void sc_place_fork_child(void);
+void sc_autoplace_fork_child(void);
 
-#endif /* SC_PLACE_H */
+#endif /* SC_AUTOPLACE_H */
