@@ -106,6 +106,13 @@ void pl_release(void *ptr);
 void *pl_resize(void *ptr, size_t size);
 /* Loads backtrace's unwinder when sites= is on (at load, outside malloc). */
 void pl_sites_warm(void);
+/* preload_stats.c: counts a block left to the process allocator (no
+ * device had room), and where a freed block's pages were. */
+static inline void pl_stat_add(size_t *counter, size_t v) {
+  __atomic_fetch_add(counter, v, __ATOMIC_RELAXED);
+}
+void pl_stats_fallback(size_t size);
+void pl_stats_freed(const void *ptr, size_t size);
 /* Write the statistics where pl_conf says; async-signal-safe unless
  * `with_residency` (which asks the kernel where the pages are). */
 void pl_stats_write(int with_residency);
