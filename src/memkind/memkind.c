@@ -7,26 +7,19 @@
  * arena per initiator node, created on first use, bound to the devices the
  * kind selects from that node.  MEMKIND_REGULAR is the process's malloc;
  * MEMKIND_DEFAULT too where the process's memory policy is not the
- * default (see local_in_arenas).
+ * default (memkind_init.c).
  * Only libsicm's public API is used, with its header's inline paths: a
  * kind's allocation is a load of the calling CPU's arena for the kind
  * from mk_fast and an inline sicm_arena_alloc, its free the header's
  * inline check of the thread's front. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
 #include <malloc.h>
-#include <numa.h>
-#include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if __has_include(<sys/rseq.h>)
-#include <sys/rseq.h>
-#endif
 
 #include "memkind_internal.h"
 
@@ -100,34 +93,12 @@ memkind_t mk_hbw_kind(int policy, int huge) {
   return policy >= 1 && policy <= 4 ? &kinds[huge ? thp[policy] : base[policy]] : NULL;
 }
 
-/* ---- start-up: libsicm and MEMKIND_HBW_NODES ---- */
-
-/* No lock of this library's own is ever held: a kind's arena table and
- * each of its arenas are published with one compare-and-swap, the loser of
- * a race freeing what it made.  So fork() at any moment, even while other
- * threads make their first allocations, leaves the child nothing held
- * (libsicm's own locks have its fork handlers; pthread_once restarts in a
- * child). */
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int sicm_ready;                  /* sicm_init succeeded */
-static int node_slots;                  /* highest node id + 1 */
-struct bitmask *mk_hbw_override;        /* MEMKIND_HBW_NODES, or NULL */
-/* The node of each CPU, so that a kind finds the calling thread's node
- * from its CPU alone.  The CPU is read from the thread's rseq area, which
- * the kernel rewrites whenever the thread changes CPU, so a thread that
- * moves gets its new node's memory from its next allocation; without rseq
- * (glibc before 2.35, or glibc.pthread.rseq=0) sched_getcpu() gives the
- * same answer at the cost of a call.  CPUs past the table, or of no node
- * of libsicm's, take sicm_node_self(). */
-static int ncpus;
-static short *cpu_node;
-/* MEMKIND_DEFAULT's memory comes from an arena per node that prefers the
- * node of the allocating CPU — where the default policy puts a page the
- * allocating thread touches first — so that it takes the same fast path
- * as every other kind.  Where the process runs under another policy
- * (numactl --interleave or --membind), malloc follows that policy and
- * MEMKIND_DEFAULT is malloc's. */
-static int local_in_arenas;
+/* ---- the calling thread's CPU ----
+ * Read from the thread's rseq area, which the kernel rewrites whenever the
+ * thread changes CPU, so a thread that moves gets its new node's memory
+ * from its next allocation; without rseq (glibc before 2.35, or
+ * glibc.pthread.rseq=0) sched_getcpu() gives the same answer at the cost
+ * of a call. */
 
 /* The CPU from the rseq area, or -1 where there is none.  Where the
  * area's CPU field lies from the thread pointer is found at start-up: one
@@ -145,48 +116,6 @@ static inline int cpu_now(void) {
   return cpu >= 0 ? cpu : sched_getcpu();
 }
 
-static void mk_init(void) {
-  if (sicm_init() != 0) {
-    fprintf(stderr, "libmemkind (libsicm): sicm_init failed: %s; only MEMKIND_DEFAULT works\n",
-            sicm_error_detail());
-    return;
-  }
-  const sicm_device_list *list = sicm_devices();
-  for (unsigned i = 0; i < list->count; i++)
-    if (list->devices[i].node + 1 > node_slots)
-      node_slots = list->devices[i].node + 1;
-  int cpus = numa_num_configured_cpus();
-  cpu_node = cpus > 0 ? malloc((size_t)cpus * sizeof *cpu_node) : NULL;
-  for (int cpu = 0; cpu_node != NULL && cpu < cpus; cpu++) {
-    int node = numa_node_of_cpu(cpu);
-    cpu_node[cpu] = (short)(node >= 0 && node < node_slots && node < SHRT_MAX ? node : -1);
-  }
-  ncpus = cpu_node != NULL ? cpus : 0;
-  const char *env = getenv("MEMKIND_HBW_NODES");
-  if (env != NULL && env[0] != '\0') {
-    mk_hbw_override = numa_parse_nodestring(env);
-    if (mk_hbw_override == NULL)
-      fprintf(stderr, "libmemkind (libsicm): MEMKIND_HBW_NODES=\"%s\" is not a node list; "
-                      "using the HBM libsicm finds\n", env);
-  }
-#if defined(RSEQ_SIG) && defined(__GNUC__) && !defined(__clang__)
-  if (__rseq_size >= 8 && __rseq_offset + (long)offsetof(struct rseq, cpu_id) != 0)
-    __atomic_store_n(&mk_fast.rseq_cpu_offset, __rseq_offset + (long)offsetof(struct rseq, cpu_id),
-                     __ATOMIC_RELAXED);
-#endif
-  int mode = -1;
-  local_in_arenas = get_mempolicy(&mode, NULL, 0, NULL, 0) == 0 &&
-                    (mode == MPOL_DEFAULT || mode == MPOL_LOCAL);
-  __atomic_store_n(&sicm_ready, 1, __ATOMIC_RELEASE);
-}
-
-int mk_ready(void) {
-  if (__atomic_load_n(&sicm_ready, __ATOMIC_ACQUIRE))
-    return 1;
-  pthread_once(&init_once, mk_init);
-  return sicm_ready;
-}
-
 static int kind_valid(memkind_t kind) { return kind >= &kinds[0] && kind < &kinds[NKINDS]; }
 
 /* Whether the heap serves the kind whenever its arenas do not:
@@ -200,7 +129,7 @@ static int kind_of_heap(memkind_t kind) {
  * decided at start-up). */
 static int kind_in_heap(memkind_t kind) {
   return kind->memory == MEM_DEFAULT ||
-         (kind->memory == MEM_LOCAL && !(mk_ready() && local_in_arenas));
+         (kind->memory == MEM_LOCAL && !(mk_ready() && mk_machine.local_in_arenas));
 }
 
 /* ---- the arenas of kinds, by handle ----
@@ -250,11 +179,11 @@ static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
     errno = ENOMEM;
     return NULL;
   }
-  int node = cpu >= 0 && cpu < ncpus ? cpu_node[cpu] : -1;
+  int node = cpu >= 0 && cpu < mk_machine.ncpus ? mk_machine.cpu_node[cpu] : -1;
   int by_cpu = node >= 0; /* else the thread's own node: not the CPU's to keep */
   if (node < 0) {
     node = sicm_node_self();
-    if (node < 0 || node >= node_slots)
+    if (node < 0 || node >= mk_machine.node_slots)
       node = 0;
   }
   sicm_arena *table = __atomic_load_n(&k->arenas, __ATOMIC_ACQUIRE);
@@ -287,7 +216,7 @@ static sicm_arena kind_arena_make(memkind_t k, int node) {
   if (arena != NULL)
     return arena;
   if (table == NULL) {
-    sicm_arena *made = calloc((size_t)node_slots, sizeof *made);
+    sicm_arena *made = calloc((size_t)mk_machine.node_slots, sizeof *made);
     if (made == NULL || !__atomic_compare_exchange_n(&k->arenas, &table, made, 0,
                                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
       free(made);
@@ -330,7 +259,7 @@ static inline memkind_t kind_of_arena(sicm_arena arena) {
     return kind;
   for (unsigned k = 0; k < NKINDS; k++) {
     sicm_arena *table = __atomic_load_n(&kinds[k].arenas, __ATOMIC_ACQUIRE);
-    for (int node = 0; table != NULL && node < node_slots; node++)
+    for (int node = 0; table != NULL && node < mk_machine.node_slots; node++)
       if (__atomic_load_n(&table[node], __ATOMIC_ACQUIRE) == arena)
         return &kinds[k];
   }

@@ -7,7 +7,7 @@
 #include "memkind_internal.h"
 
 int mk_is_hbw_device(const sicm_device *d) {
-  return mk_hbw_override ? numa_bitmask_isbitset(mk_hbw_override, (unsigned)d->node)
+  return mk_machine.hbw_override ? numa_bitmask_isbitset(mk_machine.hbw_override, (unsigned)d->node)
                       : d->kind == SICM_KIND_HBM;
 }
 

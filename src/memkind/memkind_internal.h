@@ -55,10 +55,30 @@ extern struct mk_fast mk_fast;
  * gathers, so that a pair's code lies on as few pages as its data. */
 #define MK_HOT __attribute__((hot))
 
-/* Set by start-up: MEMKIND_HBW_NODES parsed, or NULL. */
-extern struct bitmask *mk_hbw_override;
+/* ---- memkind_init.c ---- */
+/* What start-up learned: written once, before mk_ready() first returns 1. */
+struct mk_machine {
+  int node_slots;               /* highest node id + 1 */
+  /* The node of each CPU, so that a kind finds the calling thread's node
+   * from its CPU alone (memkind.c reads the CPU from the thread's rseq
+   * area).  CPUs past the table, or of no node of libsicm's, take
+   * sicm_node_self(). */
+  int ncpus;
+  short *cpu_node;
+  /* MEMKIND_DEFAULT's memory comes from an arena per node that prefers the
+   * node of the allocating CPU — where the default policy puts a page the
+   * allocating thread touches first — so that it takes the same fast path
+   * as every other kind.  Where the process runs under another policy
+   * (numactl --interleave or --membind), malloc follows that policy and
+   * MEMKIND_DEFAULT is malloc's: then this is 0. */
+  int local_in_arenas;
+  struct bitmask *hbw_override; /* MEMKIND_HBW_NODES parsed, or NULL */
+};
+extern struct mk_machine mk_machine;
 /* Starts libsicm once; 0 when it cannot (then only the heap's kinds work). */
 int mk_ready(void);
+
+/* ---- memkind_devices.c ---- */
 /* The devices kind k uses for CPUs of `node`, at most
  * SICM_ARENA_DEVICES_MAX; their count. */
 unsigned mk_kind_devices(const struct memkind *k, int node, sicm_device **out);
