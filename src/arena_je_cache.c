@@ -145,13 +145,11 @@ static void exit_key_create(void) { pthread_key_create(&exit_key, thread_caches_
 static int thread_table_reserve(unsigned slot) {
   if (slot < sc_thread_caches.cap)
     return 0;
-  sc_thread_cache **grown = sc_slot_table_grow(sc_thread_caches.caches, &sc_thread_caches.cap, slot);
-  if (grown == NULL)
-    return -1;
-  sc_thread_caches.caches = grown;
   pthread_once(&exit_key_once, exit_key_create);
-  pthread_setspecific(exit_key, grown);
-  return 0;
+  sc_thread_cache **grown = sc_slot_table_grow(sc_thread_caches.caches, &sc_thread_caches.cap, slot, exit_key);
+  if (grown != NULL)
+    sc_thread_caches.caches = grown;
+  return grown != NULL ? 0 : -1;
 }
 
 /* The shard for a thread new to the arena: a new one while every shard

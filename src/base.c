@@ -169,7 +169,7 @@ uintptr_t sc_address_hole(size_t size, size_t align) {
   return best_lo + (((best_hi - best_lo - span) / 2) & ~(uintptr_t)(align - 1));
 }
 
-void *sc_slot_table_grow(void *table, unsigned *cap, unsigned slot) {
+void *sc_slot_table_grow(void *table, unsigned *cap, unsigned slot, pthread_key_t exit_key) {
   unsigned grown_cap = *cap ? *cap : 16;
   while (grown_cap <= slot)
     grown_cap *= 2;
@@ -178,5 +178,6 @@ void *sc_slot_table_grow(void *table, unsigned *cap, unsigned slot) {
     return NULL;
   memset(grown + *cap, 0, (grown_cap - *cap) * sizeof *grown);
   *cap = grown_cap;
+  pthread_setspecific(exit_key, grown);
   return grown;
 }

@@ -40,6 +40,7 @@
 #ifndef SC_BASE_H
 #define SC_BASE_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -76,11 +77,13 @@ const char *sc_env_path(const char *name, size_t max);
 
 /* The base page size, read from the kernel once. */
 size_t sc_page_size(void);
-/* A table of pointers indexed by arena slot (a thread's caches): `table`
- * of *cap entries grown, new entries NULL, to hold index `slot`; returns
- * the table (realloc's: the old one is gone) with *cap updated, or NULL
- * when out of memory (the old table and *cap unchanged). */
-void *sc_slot_table_grow(void *table, unsigned *cap, unsigned slot);
+/* A thread's table of pointers indexed by arena slot (its caches): `table`
+ * of *cap entries grown, new entries NULL, to hold index `slot`, and made
+ * the thread's value of `exit_key` (created by the caller, whose
+ * destructor frees the table at the thread's exit).  Returns the table
+ * (realloc's: the old one is gone) with *cap updated, or NULL when out of
+ * memory (the old table and *cap unchanged). */
+void *sc_slot_table_grow(void *table, unsigned *cap, unsigned slot, pthread_key_t exit_key);
 /* A clock in nanoseconds; CLOCK_MONOTONIC is one clock for every process
  * of a host. */
 uint64_t sc_clock_ns(clockid_t id);

@@ -189,13 +189,11 @@ static void exit_key_create(void) { pthread_key_create(&exit_key, thread_caches_
 static int table_reserve(unsigned slot) {
   if (slot < table.cap)
     return 0;
-  sc_shm_tcache **grown = sc_slot_table_grow(table.caches, &table.cap, slot);
-  if (grown == NULL)
-    return -1;
-  table.caches = grown;
   pthread_once(&exit_key_once, exit_key_create);
-  pthread_setspecific(exit_key, grown);
-  return 0;
+  sc_shm_tcache **grown = sc_slot_table_grow(table.caches, &table.cap, slot, exit_key);
+  if (grown != NULL)
+    table.caches = grown;
+  return grown != NULL ? 0 : -1;
 }
 
 /* This thread's cache for the arena, made and registered now, or NULL:
