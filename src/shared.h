@@ -16,6 +16,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include <sys/stat.h>
+
 #include "arena.h"
 
 #define SC_SHM_MAGIC 0x4d48535f4d434953ull /* "SICM_SHM", written last by the creator */
@@ -303,6 +305,16 @@ void sc_shm_cache_fork_child(sc_arena *a);
 int sc_shm_repair(sc_shared_arena *s);
 /* The checker behind sicm_arena_check(); the caller holds the lock. */
 int sc_shm_check_locked(sc_shared_arena *s, sicm_heap_report *report);
+
+/* ---- shared_ops.c ---- */
+extern const sc_arena_ops sc_shm_ops;
+/* The binding every process follows, read from the segment's header; 0,
+ * or -1 (EUCLEAN) for a policy libsicm never writes. */
+int sc_shm_binding_read(const sc_shm_header *h, sc_binding *b);
+void sc_shm_binding_write(sc_shm_header *h, const sc_binding *b);
+/* Makes a mapped segment (of the object *st) a live arena of this process. */
+sicm_arena sc_shm_register(const sc_shared_arena *segment, const sc_binding *binding,
+                           const struct stat *st);
 
 /* ---- shared_segment.c ---- */
 /* Fault injection for the crash tests only: the creating process kills

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* shared_segment.c: shared arenas as POSIX shared-memory objects — names,
  * the one address every process maps a segment at, create, attach, detach
- * and unlink — and the kind's operations table: the heap of shared_heap.c,
- * statistics, placement shared by all processes, pages mapped for
- * migration.
+ * and unlink.  The kind's operations table is shared_ops.c's.
  *
  * The creator picks the middle of the largest free range of its address
  * space, aligned to the 16 GiB chunks of the pointer-to-arena table, and
@@ -27,10 +25,6 @@
 #include <unistd.h>
 
 #include "shared.h"
-
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
 
 static int name_check(const char *name) {
   size_t len = name ? strlen(name) : 0;
@@ -78,67 +72,11 @@ static int map_at(int fd, uintptr_t base, size_t size, const char *name) {
                            "uses: %s", name, base, base + size, holder);
 }
 
-/* The binding every process follows, read from the segment; 0, or -1
- * (EUCLEAN) for a policy libsicm never writes. */
-static int binding_from_header(const sc_shm_header *h, sc_binding *b) {
-  memset(b, 0, sizeof *b);
-  b->policy = h->policy;
-  if (b->policy != MPOL_BIND && b->policy != MPOL_PREFERRED && b->policy != MPOL_INTERLEAVE &&
-      b->policy != MPOL_PREFERRED_MANY)
-    return sc_shm_damaged("memory policy", (uint64_t)(uint32_t)b->policy);
-  for (unsigned i = 0; i < h->nnodes && i < SICM_ARENA_DEVICES_MAX; i++) {
-    int node = h->nodes[i];
-    if (node < 0 || node >= SC_NODES_MAX)
-      continue;
-    sc_nodemask_add(&b->nodes, node);
-    sicm_device *dev = sicm_device_of_node(node, 0);
-    if (dev != NULL)
-      b->devices[b->ndevices++] = dev;
-  }
-  return 0;
-}
-
-static void binding_to_header(sc_shm_header *h, const sc_binding *b) {
-  h->policy = b->policy;
-  h->nnodes = b->ndevices;
-  for (unsigned i = 0; i < b->ndevices; i++)
-    h->nodes[i] = b->devices[i]->node;
-}
-
-static const sc_arena_ops shared_ops; /* defined at the end */
-
-typedef struct shared_open_arg {
-  const sc_shared_arena *segment; /* header and bounds */
-  const struct stat *st;
-} shared_open_arg;
-
-_Static_assert(sizeof(sc_shared_arena) <= SC_ARENA_KIND_DATA, "sc_shared_arena outgrew kind_data");
-
-static int shared_open(sc_arena *a, void *arg) {
-  const shared_open_arg *o = arg;
-  sc_shared_arena *s = sc_shared_of(a);
-  *s = *o->segment;
-  s->dev = (uint64_t)o->st->st_dev;
-  s->ino = (uint64_t)o->st->st_ino;
-  a->held = a->maxsize;
-  sc_window_adopt(a, s->header, s->size);
-  return 0;
-}
-
-/* Makes a mapped segment a live arena of this process. */
-static sicm_arena shared_register(const sc_shared_arena *segment, const sc_binding *binding,
-                                  const struct stat *st) {
-  shared_open_arg arg = {segment, st};
-  sc_arena_config config = {.ops = &shared_ops, .binding = binding, .maxsize = segment->size,
-                            .kind_arg = &arg};
-  return sc_arena_create(&config);
-}
-
 /* Whether a is a shared arena on the object of stat *st_arg. */
 static int shared_is(const sc_arena *a, const void *st_arg) {
   const struct stat *st = st_arg;
   const sc_shared_arena *sh = (const sc_shared_arena *)(const void *)a->kind_data;
-  return a->ops == &shared_ops && sh->dev == (uint64_t)st->st_dev &&
+  return a->ops == &sc_shm_ops && sh->dev == (uint64_t)st->st_dev &&
          sh->ino == (uint64_t)st->st_ino;
 }
 
@@ -329,9 +267,9 @@ sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *
     h->layout = sc_shm_layout_signature();
     h->base = base;
     snprintf(h->name, sizeof h->name, "%s", name);
-    binding_to_header(h, &binding);
+    sc_shm_binding_write(h, &binding);
     __atomic_store_n(&h->magic, SC_SHM_MAGIC, __ATOMIC_RELEASE);
-    sa = shared_register(&segment, &binding, &st);
+    sa = sc_shm_register(&segment, &binding, &st);
   }
   if (sa == NULL) {
     int err = errno;
@@ -415,7 +353,7 @@ void sc_shared_fork_unlock(void) { pthread_mutex_unlock(&attach_lock); }
 void sc_shared_fork_child(void) {
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     sc_arena *a = sc_arena_slots[slot];
-    if (a != NULL && a->ops == &shared_ops && a->live_generation != 0)
+    if (a != NULL && a->ops == &sc_shm_ops && a->live_generation != 0)
       sc_shm_cache_fork_child(a);
   }
 }
@@ -439,8 +377,8 @@ static sicm_arena attach_locked(int fd, const char *name) {
     return NULL;
   sc_binding binding;
   sicm_arena sa = NULL;
-  if (binding_from_header(segment.header, &binding) == 0)
-    sa = shared_register(&segment, &binding, &st);
+  if (sc_shm_binding_read(segment.header, &binding) == 0)
+    sa = sc_shm_register(&segment, &binding, &st);
   if (sa == NULL) {
     int err = errno;
     munmap(segment.header, segment.size);
@@ -477,7 +415,7 @@ sicm_arena sicm_arena_attach(const char *name) {
 /* The live shared arena of a handle, or NULL with errno. */
 static sc_arena *shared_resolve(sicm_arena sa) {
   sc_arena *a = sc_arena_resolve(sa);
-  if (a != NULL && a->ops != &shared_ops)
+  if (a != NULL && a->ops != &sc_shm_ops)
     return sc_fail_null(EINVAL, "not a shared arena; use sicm_arena_destroy()");
   return a;
 }
@@ -507,108 +445,3 @@ int sicm_arena_check(sicm_arena sa, sicm_heap_report *report) {
   errno = err;
   return rc;
 }
-
-/* ---- the kind's operations ---- */
-
-/* Maps here a run of the segment's pages that are in memory. */
-static int populate(void *ctx, char *base, size_t npages) {
-  size_t page = sc_page_size();
-  if (madvise(base, npages * page, MADV_POPULATE_READ) != 0)
-    for (size_t k = 0; k < npages; k++) /* kernels before 5.14 */
-      (void)*(volatile char *)(base + k * page);
-  return 0;
-}
-
-/* Maps here every page of the segment other processes touched. */
-static int shared_pages_map(sc_arena *a) {
-  sc_shared_arena *s = sc_shared_of(a);
-  return sc_resident_runs((char *)s->header, s->size, populate, NULL) < 0 ? -1 : 0;
-}
-
-static int shared_binding_load(sc_arena *a) {
-  sc_shared_arena *s = sc_shared_of(a);
-  if (sc_shm_lock(s) != 0)
-    return -1;
-  sc_binding b;
-  int rc = binding_from_header(s->header, &b);
-  int err = errno;
-  sc_shm_unlock(s);
-  if (rc != 0) {
-    errno = err;
-    return -1;
-  }
-  pthread_mutex_lock(&a->window_lock);
-  sc_arena_binding_set(a, &b);
-  pthread_mutex_unlock(&a->window_lock);
-  return 0;
-}
-
-/* Two processes moving the arena at once would leave its pages split
- * between their targets and the header naming one of them. */
-static int shared_move_begin(sc_arena *a) {
-  sc_shared_arena *s = sc_shared_of(a);
-  if (sc_shm_migrate_lock(s) != 0)
-    return -1;
-  if (shared_binding_load(a) != 0 || shared_pages_map(a) != 0) {
-    int err = errno;
-    sc_shm_migrate_unlock(s);
-    errno = err;
-    return -1;
-  }
-  return 0;
-}
-
-/* Records the new binding in the header, for every process. */
-static int shared_move_end(sc_arena *a, int moved) {
-  sc_shared_arena *s = sc_shared_of(a);
-  int rc = moved ? sc_shm_lock(s) : 0;
-  if (moved && rc == 0) {
-    pthread_mutex_lock(&a->window_lock);
-    binding_to_header(s->header, &a->binding);
-    pthread_mutex_unlock(&a->window_lock);
-    sc_shm_unlock(s);
-  }
-  sc_shm_migrate_unlock(s);
-  return rc;
-}
-
-static int shared_stats(sc_arena *a, sicm_arena_stats *out) {
-  sc_shared_arena *s = sc_shared_of(a);
-  sc_shm_header *h = s->header;
-  long resident = sc_resident_runs((char *)s->header, s->size, NULL, NULL);
-  if (resident < 0 || sc_shm_lock(s) != 0)
-    return -1;
-  out->allocated = h->bytes_used - h->blocks_used * SC_SHM_BLOCK_HEADER;
-  out->active = s->heap_begin + h->bytes_used;
-  sc_shm_unlock(s);
-  out->resident = (size_t)resident * sc_page_size();
-  out->mapped = out->held = out->maxsize = s->size;
-  return 0;
-}
-
-/* Detach: the windows (the segment's mapping) go; the segment lives on for
- * the other processes. */
-static int shared_close(sc_arena *a) {
-  sc_shm_cache_close(a);
-  sc_shm_autoplace_release(a);
-  return 0;
-}
-
-static const sc_arena_ops shared_ops = {
-    .open = shared_open,
-    .close = shared_close,
-    .alloc = sc_shm_cache_alloc,
-    .free = sc_shm_cache_free,
-    .realloc = sc_shm_cache_realloc,
-    .usable_size = sc_shm_heap_usable_size,
-    .usable_for = sc_shm_heap_usable_for,
-    .stats = shared_stats,
-    .pages_map = shared_pages_map,
-    .binding_load = shared_binding_load,
-    .move_begin = shared_move_begin,
-    .move_end = shared_move_end,
-    .move_flag = MPOL_MF_MOVE_ALL, /* pages other processes map too */
-    .rate_share = sc_shm_rate_share,
-    .placer_claim = sc_shm_placer_claim,
-    .autoplace_release = sc_shm_autoplace_release,
-};
