@@ -70,6 +70,19 @@ class Initialized {
   bool ok_;
 };
 
+// The fixture most suites start from: the library initialized for the
+// test, and dev_ the DRAM device of the calling thread's node.
+class LocalDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(init_.ok());
+    dev_ = sicm_device_of_node(sicm_node_self(), 0);
+    ASSERT_NE(nullptr, dev_);
+  }
+  Initialized init_;
+  sicm_device *dev_ = nullptr;
+};
+
 // Source file of the project, from the SICM_TOP_SRCDIR make sets.
 inline std::string SourcePath(const std::string &rel) {
   const char *top = getenv("SICM_TOP_SRCDIR");

@@ -20,20 +20,13 @@
 
 namespace {
 
-class Arena : public ::testing::Test {
+class Arena : public sicm_test::LocalDevice {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(init_.ok());
-    dev_ = sicm_device_of_node(sicm_node_self(), 0);
-    ASSERT_NE(nullptr, dev_);
-  }
   sicm_arena Create(size_t maxsize = 0) {
     sicm_arena a = sicm_arena_create(maxsize, dev_);
     EXPECT_NE(nullptr, a) << sicm_error_detail();
     return a;
   }
-  sicm_test::Initialized init_;
-  sicm_device *dev_ = nullptr;
 };
 // The same fixture for the long runs of `make check-stress`.
 class ArenaStress : public Arena {};

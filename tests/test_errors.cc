@@ -56,12 +56,11 @@ TEST(ErrorsBeforeInit, EveryCallNeedingTheLibraryIsEperm) {
   });
 }
 
-class Errors : public ::testing::Test {
+class Errors : public sicm_test::LocalDevice {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(init_.ok());
-    dev_ = sicm_device_of_node(sicm_node_self(), 0);
-    ASSERT_NE(nullptr, dev_);
+    LocalDevice::SetUp();
+    if (HasFatalFailure()) return;
     live_ = sicm_arena_create(0, dev_);
     small_ = sicm_arena_create(1 << 20, dev_);
     gone_ = sicm_arena_create(0, dev_);
@@ -75,8 +74,6 @@ class Errors : public ::testing::Test {
     EXPECT_EQ(0, sicm_arena_destroy(live_));
     EXPECT_EQ(0, sicm_arena_destroy(small_));
   }
-  sicm_test::Initialized init_;
-  sicm_device *dev_ = nullptr;
   sicm_arena live_ = nullptr, small_ = nullptr, gone_ = nullptr;
   void *block_ = nullptr;
 };

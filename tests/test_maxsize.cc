@@ -17,15 +17,8 @@ namespace {
 
 using sicm_test::MemoryNow;
 
-class Maxsize : public ::testing::Test {
+class Maxsize : public sicm_test::LocalDevice {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(init_.ok());
-    dev_ = sicm_device_of_node(sicm_node_self(), 0);
-    ASSERT_NE(nullptr, dev_);
-  }
-  sicm_test::Initialized init_;
-  sicm_device *dev_ = nullptr;
 };
 // The same fixture for the long runs of `make check-stress`.
 class MaxsizeStress : public Maxsize {};

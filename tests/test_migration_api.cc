@@ -14,17 +14,15 @@
 
 namespace {
 
-class MigrationApi : public ::testing::Test {
+class MigrationApi : public sicm_test::LocalDevice {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(init_.ok());
-    dev_ = sicm_device_of_node(sicm_node_self(), 0);
+    LocalDevice::SetUp();
+    if (HasFatalFailure()) return;
     arena_ = sicm_arena_create(0, dev_);
     ASSERT_NE(nullptr, arena_);
   }
   void TearDown() override { EXPECT_EQ(0, sicm_arena_destroy(arena_)); }
-  sicm_test::Initialized init_;
-  sicm_device *dev_ = nullptr;
   sicm_arena arena_ = nullptr;
 };
 

@@ -24,13 +24,8 @@ namespace {
 
 using namespace shared_test;
 
-class Shared : public ::testing::Test {
+class Shared : public sicm_test::LocalDevice {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(init_.ok());
-    dev_ = sicm_device_of_node(sicm_node_self(), 0);
-    ASSERT_NE(nullptr, dev_);
-  }
   void TearDown() override {
     for (const std::string &n : names_)
       shm_unlink(n.c_str());
@@ -47,8 +42,6 @@ class Shared : public ::testing::Test {
     sicm_heap_report local;
     EXPECT_EQ(0, sicm_arena_check(a, r ? r : &local)) << sicm_error_detail();
   }
-  sicm_test::Initialized init_;
-  sicm_device *dev_ = nullptr;
   std::vector<std::string> names_;
 };
 // The same fixture for the long runs of `make check-stress`.

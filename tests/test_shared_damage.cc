@@ -113,13 +113,8 @@ struct Guards {
   }
 };
 
-class SharedDamage : public ::testing::Test {
+class SharedDamage : public sicm_test::LocalDevice {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(init_.ok());
-    dev_ = sicm_device_of_node(sicm_node_self(), 0);
-    ASSERT_NE(nullptr, dev_);
-  }
 
   bool Build(Heap *heap) {
     heap->name = UniqueName("damage");
@@ -168,8 +163,6 @@ class SharedDamage : public ::testing::Test {
     return msg.empty() ? "" : std::string(what) + ": " + msg;
   }
 
-  sicm_test::Initialized init_;
-  sicm_device *dev_ = nullptr;
 };
 
 TEST_F(SharedDamage, AnUntouchedHeapPassesEveryCall) {
