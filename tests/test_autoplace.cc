@@ -408,7 +408,11 @@ TEST_F(Autoplace, ASharedArenaIsRatedByEveryProcessAndPlacedByOne) {
   EXPECT_EQ(0, sicm_autoplace_stop());
   EXPECT_EQ(0, sicm_arena_destroy(shared));
   sicm_arena_unlink(name.c_str());
-  EXPECT_GT(r.referenced_per_second, 0.5 * size / 0.05) << "the child's accesses, not this one's";
+  // This process touched nothing since its placer started: any rate it
+  // holds is the child's, published in the segment.  (How much depends on
+  // how often the child ran, which a busy machine decides.)
+  EXPECT_GT(r.referenced_per_second, 0.0) << "the child's accesses, not this one's";
+  EXPECT_GT(r.intervals, 0u);
   EXPECT_NE(std::string::npos, report.find("another process's placer places it")) << report;
 }
 
