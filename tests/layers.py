@@ -10,11 +10,12 @@
   declares it, so a declaration put in a lower layer's header cannot hide
   an upward call; a public function (sicm_*) likewise, judged by the file
   that defines it.
+- docs/design.md's source map has a row for every source file of src/.
 - A kind of arena is private to its files: arena_je.h is included only by
   arena_je*.c and init.c, and only a kind's own files compare an arena's
   operations table (ask which kind an arena is).
 """
-import os, re, sys
+import fnmatch, os, re, sys
 
 src = os.path.join(os.environ.get("SICM_TOP_SRCDIR", "."), "src")
 # (layer, subsystem) by file-name prefix, longest prefix first.
@@ -87,6 +88,28 @@ for f in files:
     kind = f.startswith(("arena_je", "shared"))
     if not kind and re.search(r"->ops\s*[!=]=|==\s*&\w*_ops\b", text):
         failures.append(f"{f}: asks which kind an arena is; only a kind's own files may")
+
+# docs/design.md's source map names every source file of src/: a row whose
+# first column gives its path, or a glob or directory holding it with the
+# file's stem named in the row (a header may go by its directory alone).
+design = os.path.join(os.path.dirname(src), "docs", "design.md")
+text = open(design).read()
+source_map = text[text.index("## Source map"):]
+rows = [line for line in source_map.splitlines() if line.startswith("| `")]
+for root, _, names in os.walk(src):
+    for name in sorted(n for n in names if n.endswith((".c", ".h", ".f90"))):
+        rel = os.path.relpath(os.path.join(root, name), os.path.dirname(src))
+        stem = name.rsplit(".", 1)[0]
+        found = False
+        for row in rows:
+            paths = re.findall(r"`([^`]+)`", row.split("|")[1])
+            if rel in paths:
+                found = True
+            elif any(fnmatch.fnmatch(rel, p) or (p.endswith("/") and rel.startswith(p))
+                     for p in paths):
+                found = found or name.endswith(".h") or f"`{stem}`" in row
+        if not found:
+            failures.append(f"{rel}: no row of docs/design.md's source map names it")
 
 for line in failures:
     print("layers:", line)
