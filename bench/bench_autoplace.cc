@@ -81,6 +81,26 @@ void SleepUntil(const timespec &t) {
   }
 }
 
+// The oracle's step: it holds the kBudgetArenas most accessed arenas of
+// the step at no cost; adds what it serves and the bytes its set changes.
+void OracleStep(const std::vector<double> &share, std::vector<unsigned> *held, double *served,
+                double *moved) {
+  std::vector<unsigned> order(kArenas);
+  for (unsigned i = 0; i < kArenas; i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](unsigned a, unsigned b) { return share[a] > share[b]; });
+  std::vector<unsigned> set(order.begin(), order.begin() + kBudgetArenas);
+  // Ties keep what the oracle holds, so that "equal" costs it nothing.
+  if (std::all_of(set.begin(), set.end(), [&](unsigned i) { return share[i] == share[set[0]]; }) &&
+      held->size() == kBudgetArenas &&
+      std::all_of(held->begin(), held->end(), [&](unsigned i) { return share[i] == share[set[0]]; }))
+    set = *held;
+  for (unsigned i : set) *served += share[i] * kPages;
+  for (unsigned i : set) *moved += std::count(held->begin(), held->end(), i) ? 0 : kArenaBytes;
+  for (unsigned i : *held) *moved += std::count(set.begin(), set.end(), i) ? 0 : kArenaBytes;
+  *held = set;
+}
+
 void TraceReplay(benchmark::State &state, const Trace *trace) {
   sicm_device *home = sicm_device_of_node(0, 0), *fast = sicm_device_of_node(kFast, 0);
   if (home == nullptr || fast == nullptr) {
@@ -128,23 +148,7 @@ void TraceReplay(benchmark::State &state, const Trace *trace) {
         total += accesses;
         served += resident ? accesses * (double)bytes[kFast] / (double)resident : 0;
       }
-      std::vector<unsigned> order(kArenas);
-      for (unsigned i = 0; i < kArenas; i++) order[i] = i;
-      std::stable_sort(order.begin(), order.end(),
-                       [&](unsigned a, unsigned b) { return share[a] > share[b]; });
-      std::vector<unsigned> set(order.begin(), order.begin() + kBudgetArenas);
-      // Ties keep what the oracle holds, so that "equal" costs it nothing.
-      if (std::all_of(set.begin(), set.end(), [&](unsigned i) { return share[i] == share[set[0]]; }) &&
-          oracle_set.size() == kBudgetArenas &&
-          std::all_of(oracle_set.begin(), oracle_set.end(),
-                      [&](unsigned i) { return share[i] == share[set[0]]; }))
-        set = oracle_set;
-      for (unsigned i : set) oracle += share[i] * kPages;
-      for (unsigned i : set)
-        oracle_moved += std::count(oracle_set.begin(), oracle_set.end(), i) ? 0 : kArenaBytes;
-      for (unsigned i : oracle_set)
-        oracle_moved += std::count(set.begin(), set.end(), i) ? 0 : kArenaBytes;
-      oracle_set = set;
+      OracleStep(share, &oracle_set, &oracle, &oracle_moved);
       next.tv_nsec += kIntervalMs * 1000000L;
       next.tv_sec += next.tv_nsec / 1000000000L;
       next.tv_nsec %= 1000000000L;

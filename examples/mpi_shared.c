@@ -74,6 +74,63 @@ static unsigned walk(const struct node *head) {
   return with_payload;
 }
 
+/* Rank 0 builds the list in a new shared arena; returns its head. */
+static struct node *build(sicm_arena arena) {
+  struct node *head = NULL, **tail = &head;
+  for (unsigned i = 0; i < NODES; i++) {
+    struct node *n = sicm_arena_alloc(arena, sizeof *n);
+    if (n == NULL)
+      fail("sicm_arena_alloc (node)");
+    n->next = NULL;
+    n->index = i;
+    give_payload(arena, n, i);
+    *tail = n;
+    tail = &n->next;
+  }
+  return head;
+}
+
+/* Every rank frees the payloads of its share, blocks other ranks made;
+ * then `reuser` gives new payloads to a quarter of the nodes, from memory
+ * the other ranks freed. */
+static void free_and_reuse(sicm_arena arena, struct node *head, int size, int reuser) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (struct node *n = head; n != NULL; n = n->next)
+    if (n->index % (unsigned)size == (unsigned)rank) {
+      sicm_free(n->payload);
+      n->payload = NULL;
+    }
+  MPI_Barrier(MPI_COMM_WORLD);
+  sicm_heap_report after_free, after_reuse;
+  if (rank == reuser) {
+    if (sicm_arena_check(arena, &after_free) != 0)
+      fail("sicm_arena_check (after the frees)");
+    for (struct node *n = head; n != NULL; n = n->next)
+      if (n->payload == NULL && n->index % 4 == 0)
+        give_payload(arena, n, n->index + 1000000);
+    if (sicm_arena_check(arena, &after_reuse) != 0)
+      fail("sicm_arena_check (after the reuse)");
+    if (after_reuse.bytes_used <= after_free.bytes_used)
+      fail("reuse (bytes in use did not grow)");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* Rank 0: every payload was freed by some rank; the reuser gave new ones
+ * to every fourth node. */
+static void verify(sicm_arena arena, const struct node *head, int size) {
+  unsigned expected = (NODES + 3) / 4, got = walk(head);
+  sicm_heap_report report;
+  if (sicm_arena_check(arena, &report) != 0)
+    fail("sicm_arena_check");
+  if (got != expected)
+    fail("payload count");
+  printf("mpi_shared: %d ranks walked %d nodes through the same pointers; %u payloads after "
+         "the frees and the reuse; heap: %zu blocks used (%zu bytes), %zu bytes free, "
+         "largest free %zu\n", size, NODES, got, report.blocks_used, report.bytes_used,
+         report.bytes_free, report.largest_free);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int size;
@@ -95,18 +152,7 @@ int main(int argc, char **argv) {
     arena = sicm_arena_create_shared(name, 64 << 20, dev, 0600);
     if (arena == NULL)
       fail("sicm_arena_create_shared");
-    struct node *head = NULL, **tail = &head;
-    for (unsigned i = 0; i < NODES; i++) {
-      struct node *n = sicm_arena_alloc(arena, sizeof *n);
-      if (n == NULL)
-        fail("sicm_arena_alloc (node)");
-      n->next = NULL;
-      n->index = i;
-      give_payload(arena, n, i);
-      *tail = n;
-      tail = &n->next;
-    }
-    head_address = (uintptr_t)head;
+    head_address = (uintptr_t)build(arena);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Bcast(&head_address, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
@@ -118,47 +164,9 @@ int main(int argc, char **argv) {
   if (walk(head) != NODES)
     fail("walk (payloads before the frees)");
 
-  /* Every rank frees the payloads of its share, blocks other ranks made. */
-  MPI_Barrier(MPI_COMM_WORLD);
-  for (struct node *n = head; n != NULL; n = n->next)
-    if (n->index % (unsigned)size == (unsigned)rank) {
-      sicm_free(n->payload);
-      n->payload = NULL;
-    }
-  MPI_Barrier(MPI_COMM_WORLD);
-  int reuser = size > 1 ? 1 : 0;
-  sicm_heap_report after_free;
-  if (rank == reuser && sicm_arena_check(arena, &after_free) != 0)
-    fail("sicm_arena_check (after the frees)");
-
-  /* Rank 1 gives new payloads to a quarter of the nodes, from memory the
-   * other ranks freed. */
-  if (rank == reuser) {
-    for (struct node *n = head; n != NULL; n = n->next)
-      if (n->payload == NULL && n->index % 4 == 0)
-        give_payload(arena, n, n->index + 1000000);
-    sicm_heap_report after_reuse;
-    if (sicm_arena_check(arena, &after_reuse) != 0)
-      fail("sicm_arena_check (after the reuse)");
-    if (after_reuse.bytes_used <= after_free.bytes_used)
-      fail("reuse (bytes in use did not grow)");
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-
-  if (rank == 0) {
-    /* Every payload was freed by some rank; the reuser gave new ones to
-     * every fourth node. */
-    unsigned expected = (NODES + 3) / 4, got = walk(head);
-    sicm_heap_report report;
-    if (sicm_arena_check(arena, &report) != 0)
-      fail("sicm_arena_check");
-    if (got != expected)
-      fail("payload count");
-    printf("mpi_shared: %d ranks walked %d nodes through the same pointers; %u payloads after "
-           "the frees and the reuse; heap: %zu blocks used (%zu bytes), %zu bytes free, "
-           "largest free %zu\n", size, NODES, got, report.blocks_used, report.bytes_used,
-           report.bytes_free, report.largest_free);
-  }
+  free_and_reuse(arena, head, size, size > 1 ? 1 : 0);
+  if (rank == 0)
+    verify(arena, head, size);
   MPI_Barrier(MPI_COMM_WORLD);
   if (sicm_arena_detach(arena) != 0)
     fail("sicm_arena_detach");

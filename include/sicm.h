@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* sicm.h: the public C API of libsicm.
- *
- * libsicm places groups of allocations ("arenas") on memory devices (DRAM,
- * HBM, capacity memory such as NVDIMM or CXL, each a Linux NUMA node) and
- * moves them as a whole.  This header is usable from C and C++.
- *
- * Conventions: functions that return int return 0 (or a count) on success
- * and -1 on failure; functions that return a pointer return NULL on failure.
- * On failure errno is set as documented per function, and
- * sicm_error_detail() describes the failure in words.  Every function is
- * thread-safe unless stated otherwise.
- */
+/* sicm.h: the public C API of libsicm, from C and C++.  libsicm places
+ * groups of allocations ("arenas") on memory devices (DRAM, HBM, capacity
+ * memory such as NVDIMM or CXL, each a Linux NUMA node) and moves them as
+ * a whole.  Conventions: functions that return int return 0 (or a count)
+ * on success and -1 on failure; functions that return a pointer return
+ * NULL on failure.  On failure errno is set as documented per function,
+ * and sicm_error_detail() describes the failure in words.  Every function
+ * is thread-safe unless stated otherwise. */
 #ifndef SICM_H
 #define SICM_H
 
