@@ -46,17 +46,27 @@ int sc_autoplace_config_check(const sicm_autoplace_config *c) {
   if (c->ndevices > SICM_ARENA_DEVICES_MAX)
     return sc_fail(EINVAL, "the fast tier has 1 to %d devices, not %u", SICM_ARENA_DEVICES_MAX,
                    c->ndevices);
+  /* No device: the placer takes the default fast tier, so the checks
+   * (the budget's among them) are made against it. */
+  sicm_device *best = NULL, *const *devices = c->devices;
+  unsigned ndevices = c->ndevices;
+  if (ndevices == 0) {
+    if ((best = sicm_device_best(SICM_RANK_BANDWIDTH, SICM_INITIATOR_SELF)) == NULL)
+      return sc_fail(ENODEV, "no device to be the fast tier");
+    devices = &best;
+    ndevices = 1;
+  }
   size_t capacity = 0;
-  for (unsigned i = 0; i < c->ndevices; i++) {
-    if (!sc_device_is_known(s, c->devices[i]))
+  for (unsigned i = 0; i < ndevices; i++) {
+    if (!sc_device_is_known(s, devices[i]))
       return sc_fail(EINVAL, "fast device %u is not from sicm_devices()", i);
-    if (c->devices[i]->huge)
+    if (devices[i]->huge)
       return sc_fail(EINVAL, "fast device %u (node %d) has huge pages; the placer moves arenas of "
-                             "base pages", i, c->devices[i]->node);
+                             "base pages", i, devices[i]->node);
     for (unsigned j = 0; j < i; j++)
-      if (c->devices[j] == c->devices[i])
+      if (devices[j] == devices[i])
         return sc_fail(EINVAL, "fast device %u is listed twice", i);
-    capacity += c->devices[i]->capacity;
+    capacity += devices[i]->capacity;
   }
   if (c->interval_ms < 10 || c->interval_ms > 3600000)
     return sc_fail(EINVAL, "the interval is 10 ms to 1 h, not %u ms", c->interval_ms);
@@ -66,7 +76,7 @@ int sc_autoplace_config_check(const sicm_autoplace_config *c) {
     return sc_fail(EINVAL, "arenas is SICM_AUTOPLACE_ALL or _FLAGGED, not %u", c->arenas);
   if (c->monitor_only != 0 && c->monitor_only != 1)
     return sc_fail(EINVAL, "monitor_only is 0 or 1, not %d", c->monitor_only);
-  if (c->ndevices > 0 && c->budget > capacity)
+  if (c->budget > capacity)
     return sc_fail(EINVAL, "a budget of %zu bytes is more than the fast tier's %zu", c->budget,
                    capacity);
   return 0;
@@ -122,7 +132,8 @@ static int parse_nodes(const char *v, size_t len, sicm_autoplace_config *c) {
     int node = 0;
     while (i < len && isdigit((unsigned char)v[i]) && node < 100000)
       node = node * 10 + (v[i++] - '0');
-    if (i == 0 || (i < len && v[i] != '+') || c->ndevices == SICM_ARENA_DEVICES_MAX)
+    if (i == 0 || (i < len && (v[i] != '+' || i + 1 == len)) ||
+        c->ndevices == SICM_ARENA_DEVICES_MAX)
       return sc_fail(EINVAL, "fast= takes NODE[+NODE...]");
     sicm_device *d = sicm_device_of_node(node, 0);
     if (d == NULL)
@@ -185,7 +196,9 @@ int sc_autoplace_config_parse(const char *text, sicm_autoplace_config *c) {
       return sc_fail(EINVAL, "'%.*s' is not KEY=VALUE", (int)len, p);
     if (parse_pair(p, (size_t)(eq - p), eq + 1, (size_t)(p + len - eq - 1), c) != 0)
       return -1;
-    p += len + (p[len] == ',');
+    p += len;
+    if (*p == ',' && *++p == '\0')
+      return sc_fail(EINVAL, "a ',' ends the text: KEY=VALUE must follow it");
   }
   return sc_autoplace_config_check(c);
 }

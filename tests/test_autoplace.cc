@@ -108,6 +108,18 @@ TEST_F(Autoplace, BadConfigurationsAreRefusedAndNothingStarts) {
          c->devices[1] = c->devices[0];
          c->ndevices = 2;
        }},
+      // No device means the default fast tier: the budget is checked
+      // against it all the same.
+      {"no device, a budget above any",
+       [](sicm_autoplace_config *c) {
+         c->ndevices = 0;
+         c->budget = SIZE_MAX;
+       }},
+      {"no device, an interval of 0",
+       [](sicm_autoplace_config *c) {
+         c->ndevices = 0;
+         c->interval_ms = 0;
+       }},
   };
   for (const Case &k : cases) {
     sicm_autoplace_config c = Config();
@@ -151,7 +163,10 @@ TEST(AutoplaceConfig, TheVariableIsReadStrictly) {
   EXPECT_EQ(250u, c.interval_ms);
   for (const char *bad : {"interval=0", "interval=5ms", "interval=1h", "budget=1X", "budget=",
                           "speed=1", "fast=99", "fast=0+0", "arenas=some", "mode=fast",
-                          "halflife=0", "budget=99999T", "fast", ",", "interval=1s,,"}) {
+                          "halflife=0", "budget=99999T", "fast", ",", "interval=1s,,",
+                          // strict at both ends: no separator leads or trails
+                          "budget=1G,", "interval=10,", "fast=0,", "fast=0+", "fast=+0",
+                          ",interval=10", "mode=place,", "fast=0+,"}) {
     errno = 0;
     EXPECT_EQ(-1, sc_autoplace_config_parse(bad, &c)) << bad;
     EXPECT_EQ(EINVAL, errno) << bad;
