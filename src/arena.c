@@ -203,14 +203,32 @@ int sicm_arena_destroy(sicm_arena sa) {
   return rc;
 }
 
-int sc_arenas_release_all(void) {
-  pthread_mutex_lock(&arenas_lock);
+/* 0 when no arena of the program is live; else -1 (EBUSY). */
+static int program_arenas_none_locked(void) {
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     sc_arena *a = sc_arena_slots[slot];
-    if (a != NULL && a->live_generation != 0 && !a->library_default) {
-      pthread_mutex_unlock(&arenas_lock);
+    if (a != NULL && a->live_generation != 0 && !a->library_default)
       return sc_fail(EBUSY, "arenas are still live; destroy them before the last sicm_fini");
-    }
+  }
+  return 0;
+}
+
+int sc_arenas_none_live(void) {
+  pthread_mutex_lock(&arenas_lock);
+  int rc = program_arenas_none_locked();
+  int err = errno;
+  pthread_mutex_unlock(&arenas_lock);
+  errno = err;
+  return rc;
+}
+
+int sc_arenas_release_all(void) {
+  pthread_mutex_lock(&arenas_lock);
+  if (program_arenas_none_locked() != 0) {
+    int err = errno;
+    pthread_mutex_unlock(&arenas_lock);
+    errno = err;
+    return -1;
   }
   int rc = 0;
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {

@@ -208,6 +208,9 @@ void sc_free_any(void *ptr);
  * does, plus the library_default mark; the default kind of arena. */
 sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
                               unsigned flags, int library_default);
+/* 0 when no arena of the program is live, else -1 with EBUSY: the last
+ * sicm_fini asks before it stops anything. */
+int sc_arenas_none_live(void);
 /* Destroys the library's default arenas; -1 with EBUSY if user arenas live. */
 int sc_arenas_release_all(void);
 /* Around fork() (init.c registers the handlers): takes every lock of the

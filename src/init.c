@@ -134,6 +134,12 @@ int sicm_fini(void) {
     pthread_mutex_unlock(&init_lock);
     return sc_fail(EPERM, "sicm_fini: the library is not initialized");
   }
+  /* Refused while the program's arenas live: then nothing stops, not
+   * the placer, not the report. */
+  if (init_refs == 1 && sc_arenas_none_live() != 0) {
+    pthread_mutex_unlock(&init_lock);
+    return -1;
+  }
   if (init_refs == 1) {
     /* The placer first: the report then holds its last interval, and no
      * interval runs while the arenas go. */
