@@ -10,9 +10,12 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "devices.h"
 
@@ -116,13 +119,24 @@ static int conf_parse_line(const char *path, unsigned line, char *text, const sc
 }
 
 /* The whole file, NUL-terminated, in a buffer to free; NULL after sc_fail
- * when it cannot be read or passes SC_CONF_BYTES_MAX (so a device such as
- * /dev/zero is refused, not read for ever). */
+ * when it cannot be read, is not a regular file (a FIFO, socket or device
+ * is refused, never waited on or read for ever: opened O_NONBLOCK, then
+ * judged by its type) or passes SC_CONF_BYTES_MAX. */
 static char *conf_read(const char *path, size_t *length) {
-  FILE *f = fopen(path, "re");
-  if (f == NULL) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0) {
     int err = errno;
     return sc_fail_null(err, "%s: cannot open: %s", path, strerror(err));
+  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return sc_fail_null(EINVAL, "%s: not a regular file", path);
+  }
+  FILE *f = fdopen(fd, "r");
+  if (f == NULL) {
+    close(fd);
+    return sc_fail_null(ENOMEM, "%s: out of memory", path);
   }
   char *text = malloc(SC_CONF_BYTES_MAX + 1);
   size_t n = text ? fread(text, 1, SC_CONF_BYTES_MAX + 1, f) : 0;
