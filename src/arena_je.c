@@ -286,7 +286,9 @@ static int stat_read(unsigned index, const char *name, size_t *out) {
 static int private_stats(sc_arena *a, sicm_arena_stats *out) {
   sc_je_arena *je = sc_je_of(a);
   uint64_t epoch = 1;
-  int rc = je_mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch);
+  int rc = sc_stats_refresh_due()
+               ? je_mallctl("epoch", &epoch, &(size_t){sizeof epoch}, &epoch, sizeof epoch)
+               : 0;
   *out = (sicm_arena_stats){0};
   size_t pactive = 0;
   pthread_mutex_lock(&a->kind_lock);

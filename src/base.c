@@ -181,3 +181,18 @@ void *sc_slot_table_grow(void *table, unsigned *cap, unsigned slot, pthread_key_
   pthread_setspecific(exit_key, grown);
   return grown;
 }
+
+/* 0: no snapshot; 1: in one, not refreshed yet; 2: refreshed. */
+static SC_TLS int snapshot_state;
+
+void sc_stats_snapshot_begin(void) { snapshot_state = 1; }
+
+void sc_stats_snapshot_end(void) { snapshot_state = 0; }
+
+int sc_stats_refresh_due(void) {
+  if (snapshot_state == 2)
+    return 0;
+  if (snapshot_state == 1)
+    snapshot_state = 2;
+  return 1;
+}

@@ -128,6 +128,14 @@ static inline void sc_cpu_relax(void) {
  * at start-up. */
 #define SC_TLS __thread
 
+/* A statistics snapshot on this thread: a kind whose statistics refresh
+ * covers all its arenas at once (jemalloc's epoch) refreshes them once
+ * for a report of every arena, not once per arena.  Outside a snapshot
+ * sc_stats_refresh_due() is always 1; inside one, 1 the first time. */
+void sc_stats_snapshot_begin(void);
+void sc_stats_snapshot_end(void);
+int sc_stats_refresh_due(void);
+
 static inline size_t sc_round_up(size_t v, size_t to) { return (v + to - 1) & ~(to - 1); }
 
 #endif /* SC_BASE_H */

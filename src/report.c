@@ -7,11 +7,13 @@
  * init.c.  Reads only through the public calls on a handle, so an arena
  * destroyed meanwhile is skipped, not read after its end. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -128,35 +130,37 @@ static long mpi_rank(void) {
   return -1;
 }
 
-int sicm_stats_print(FILE *out, unsigned flags) {
-  if (sc_state_get() == NULL)
-    return -1;
-  if ((flags & ~(unsigned)SICM_STATS_JSON) != 0)
-    return sc_fail(EINVAL, "sicm_stats_print: unknown flags 0x%x", flags);
-  if (out == NULL)
-    out = stderr;
-  int json = flags & SICM_STATS_JSON;
+static void header_print(FILE *out, int json) {
+  if (!json) {
+    fprintf(out, "sicm stats, pid %ld (bytes; resident pages per NUMA node)\n", (long)getpid());
+    return;
+  }
+  /* One line, one object: several processes may append to one file. */
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  for (char *c = host; *c; c++)
+    if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+      *c = '?';
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  long rank = mpi_rank();
+  fprintf(out, "{\"pid\": %ld, ", (long)getpid());
+  if (rank >= 0)
+    fprintf(out, "\"rank\": %ld, ", rank);
+  else
+    fprintf(out, "\"rank\": null, ");
+  fprintf(out, "\"host\": \"%s\", \"time\": %.6f, \"arenas\": [", host,
+          (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+}
+
+/* Every live arena, one line each; their count. */
+static unsigned arenas_print(FILE *out, int json) {
   arena_line line;
   unsigned live = 0;
-  if (json) {
-    /* One line, one object: several processes may append to one file. */
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    for (char *c = host; *c; c++)
-      if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
-        *c = '?';
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    long rank = mpi_rank();
-    fprintf(out, "{\"pid\": %ld, ", (long)getpid());
-    if (rank >= 0)
-      fprintf(out, "\"rank\": %ld, ", rank);
-    else
-      fprintf(out, "\"rank\": null, ");
-    fprintf(out, "\"host\": \"%s\", \"time\": %.6f, \"arenas\": [", host,
-            (double)now.tv_sec + (double)now.tv_nsec / 1e9);
-  } else
-    fprintf(out, "sicm stats, pid %ld (bytes; resident pages per NUMA node)\n", (long)getpid());
+  /* One refresh of the kinds' statistics serves every arena: each
+   * refresh covers all arenas, so one per arena would make the report
+   * quadratic in them. */
+  sc_stats_snapshot_begin();
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     if (!line_take(slot, &line))
       continue;
@@ -166,6 +170,11 @@ int sicm_stats_print(FILE *out, unsigned flags) {
       text_line(out, &line);
     live++;
   }
+  sc_stats_snapshot_end();
+  return live;
+}
+
+static void gone_print(FILE *out, int json, unsigned live) {
   sc_arenas_gone gone;
   sc_arenas_gone_read(&gone);
   unsigned long long arenas = gone.arenas, migrations = gone.migrations, failed = gone.failed,
@@ -181,12 +190,44 @@ int sicm_stats_print(FILE *out, unsigned flags) {
             "%u live arenas; destroyed before: %llu arenas, migrations %llu (%.6f s, %llu bytes "
             "moved), %llu failed\n",
             live, arenas, migrations, seconds, moved, failed);
+}
+
+/* The whole report in one buffer (malloc'd, *len bytes), so that it
+ * leaves in one write: reports of several processes or threads never
+ * interleave.  NULL with ENOMEM. */
+static char *report_text(unsigned flags, size_t *len) {
+  char *text = NULL;
+  FILE *out = open_memstream(&text, len);
+  if (out == NULL)
+    return sc_fail_null(ENOMEM, "out of memory for the report");
+  int json = (flags & SICM_STATS_JSON) != 0;
+  header_print(out, json);
+  unsigned live = arenas_print(out, json);
+  gone_print(out, json, live);
   sc_autoplace_report_print(out, json);
   if (json)
     fputs("}\n", out);
-  if (fflush(out) != 0 || ferror(out))
-    return sc_fail(EIO, "sicm_stats_print: writing failed");
-  return 0;
+  if (fclose(out) != 0) {
+    free(text);
+    return sc_fail_null(ENOMEM, "out of memory for the report");
+  }
+  return text;
+}
+
+int sicm_stats_print(FILE *out, unsigned flags) {
+  if (sc_state_get() == NULL)
+    return -1;
+  if ((flags & ~(unsigned)SICM_STATS_JSON) != 0)
+    return sc_fail(EINVAL, "sicm_stats_print: unknown flags 0x%x", flags);
+  if (out == NULL)
+    out = stderr;
+  size_t len;
+  char *text = report_text(flags, &len);
+  if (text == NULL)
+    return -1;
+  int ok = fwrite(text, 1, len, out) == len && fflush(out) == 0 && !ferror(out);
+  free(text);
+  return ok ? 0 : sc_fail(EIO, "sicm_stats_print: writing failed");
 }
 
 /* ---- SICM_STATS: the report at exit ---- */
@@ -195,17 +236,52 @@ static char report_path[PATH_MAX];
 static unsigned report_flags;
 static int report_wanted, report_done;
 
+/* The report's file, opened to append; -1 after one line on stderr when it
+ * cannot be, or is not a regular file: a FIFO, a socket or a device is
+ * refused, never waited on (O_NONBLOCK: a FIFO without a reader fails at
+ * once, one with a reader is refused by its type). */
+static int report_open(void) {
+  if (report_path[0] == '\0')
+    return STDERR_FILENO;
+  int fd = open(report_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                0644);
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    return fd;
+  if (fd >= 0 || errno == ENXIO)
+    fprintf(stderr, "libsicm: SICM_STATS=%s is not a regular file; no report written\n",
+            report_path);
+  else
+    fprintf(stderr, "libsicm: SICM_STATS: cannot open %s: %s; no report written\n", report_path,
+            strerror(errno));
+  if (fd >= 0)
+    close(fd);
+  return -1;
+}
+
 static void report_write(void) {
   if (__atomic_exchange_n(&report_done, 1, __ATOMIC_ACQ_REL))
     return;
-  FILE *out = report_path[0] ? fopen(report_path, "a") : stderr;
-  if (out == NULL) {
-    fprintf(stderr, "sicm: SICM_STATS: cannot open %s\n", report_path);
+  size_t len;
+  char *text = report_text(report_flags, &len);
+  if (text == NULL) {
+    fprintf(stderr, "libsicm: SICM_STATS: %s; no report written\n", sicm_error_detail());
     return;
   }
-  sicm_stats_print(out, report_flags);
-  if (out != stderr)
-    fclose(out);
+  int fd = report_open();
+  ssize_t n = 0;
+  if (fd >= 0) {
+    /* One write: O_APPEND writes to a regular file do not interleave. */
+    do
+      n = write(fd, text, len);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)len)
+      fprintf(stderr, "libsicm: SICM_STATS: writing %s failed: %s\n",
+              report_path[0] ? report_path : "stderr", n < 0 ? strerror(errno) : "short write");
+    if (fd != STDERR_FILENO)
+      close(fd);
+  }
+  free(text);
 }
 
 void sc_report_setup(void) {
