@@ -65,7 +65,7 @@ static int initialized;             /* under arenas_lock: sicm_init done */
 
 /* Error codes with our own text: of class MPI_ERR_INFO_VALUE for bad
  * values, MPI_ERR_NO_MEM for libsicm's arena limit. */
-static int code_bad_memory, code_bad_fallback, code_bad_name, code_arena_limit;
+static int code_bad_memory, code_bad_fallback, code_bad_name, code_arena_limit, code_not_a_block;
 static const char text_bad_memory[] = "libsicm-mpi: info key sicm_memory must be hbm, dram, "
                                       "capacity, high_bw, low_lat, large_cap or node:N";
 static const char text_bad_fallback[] =
@@ -73,6 +73,8 @@ static const char text_bad_fallback[] =
 static const char text_bad_name[] = "libsicm-mpi: info key sicm_arena must be 1 to 63 bytes";
 static const char text_arena_limit[] = "libsicm-mpi: libsicm's limit of live arenas is reached "
                                        "(free the blocks of other sicm_arena names)";
+static const char text_not_a_block[] = "libsicm-mpi: MPI_Free_mem: the address lies in a libsicm "
+                                       "arena but no block starts there; nothing was freed";
 
 /* A code of `class` whose MPI_Error_string is `text`.  MPICH (4.0) makes
  * codes of a predefined class that lose their text (MPI_Error_string then
@@ -109,7 +111,8 @@ static int error_codes_make_locked(void) {
   if (error_code_make(MPI_ERR_INFO_VALUE, text_bad_memory, &code_bad_memory) != 0 ||
       error_code_make(MPI_ERR_INFO_VALUE, text_bad_fallback, &code_bad_fallback) != 0 ||
       error_code_make(MPI_ERR_INFO_VALUE, text_bad_name, &code_bad_name) != 0 ||
-      error_code_make(MPI_ERR_NO_MEM, text_arena_limit, &code_arena_limit) != 0)
+      error_code_make(MPI_ERR_NO_MEM, text_arena_limit, &code_arena_limit) != 0 ||
+      error_code_make(MPI_ERR_ARG, text_not_a_block, &code_not_a_block) != 0)
     return -1;
   made = 1;
   return 0;
@@ -338,14 +341,23 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
   return MPI_SUCCESS;
 }
 
+/* Memory of a libsicm arena is never the MPI library's to free: an
+ * address inside a block (not its start) is refused with MPI_ERR_ARG, the
+ * block left as it was, instead of reaching the MPI's own free. */
 int MPI_Free_mem(void *base) {
   sicm_arena a = base != NULL ? sicm_arena_lookup(base) : NULL;
-  if (a != NULL) {
-    sicm_free(base);
-    arena_done(a, 0); /* an arena of ours: its last block destroys it */
-    return MPI_SUCCESS;
+  if (a == NULL)
+    return PMPI_Free_mem(base);
+  int saved = errno;
+  size_t usable = sicm_usable_size(base);
+  errno = saved;
+  if (usable == 0) {
+    int code = error_codes_make() == 0 ? code_not_a_block : MPI_ERR_ARG;
+    return raise_error(error_with_text(code, text_not_a_block));
   }
-  return PMPI_Free_mem(base);
+  sicm_free(base);
+  arena_done(a, 0); /* an arena of ours: its last block destroys it */
+  return MPI_SUCCESS;
 }
 
 static int mask_has(const unsigned long *mask, int node) {

@@ -131,6 +131,10 @@ static void sources_and_arenas(void) {
   sicm_arena solver = a1 ? sicm_arena_lookup(a1) : NULL;
   check(solver && sicm_arena_set_device(solver, sicm_arena_get_device(solver)) == 0,
         "the named arena moves with sicm_arena_set_device");
+  int rc = MPI_Free_mem(dram ? dram + 100 : NULL), cls = -1;
+  MPI_Error_class(rc, &cls);
+  check(dram && cls == MPI_ERR_ARG && sicm_usable_size(dram) >= 1 << 16 && dram[0] == 2,
+        "MPI_Free_mem inside a placed block: MPI_ERR_ARG, the block kept");
   check(MPI_Free_mem(plain) == MPI_SUCCESS && MPI_Free_mem(dram) == MPI_SUCCESS &&
             MPI_Free_mem(a1) == MPI_SUCCESS && MPI_Free_mem(a2) == MPI_SUCCESS,
         "MPI_Free_mem frees memory of every source");
