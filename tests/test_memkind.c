@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,6 +86,48 @@ static void bad_input_is_refused_without_harm(void) {
   CHECK(strcmp(msg, "<memkind> Requested memory kind is not available") == 0);
   memkind_error_message(-1000, msg, sizeof msg);
   CHECK(strstr(msg, "-1000") != NULL);
+}
+
+static void *thread_block(void *arg) {
+  (void)arg;
+  return malloc(200); /* from a thread's own arena of glibc, not the main one */
+}
+
+/* memkind_free(NULL, ptr) of a pointer no kind allocated, glibc's heap
+ * aside: reported once (errno EINVAL) and left alone, never handed to
+ * free(), which aborts on it.  Blocks of the heap are still freed. */
+static void detected_free_leaves_foreign_pointers_alone(void) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  printf("test_memkind: foreign pointers skipped: the sanitizer's malloc is not glibc's\n");
+#else
+  static char static_block[64] __attribute__((aligned(16))) = "static";
+  char stack_block[64] __attribute__((aligned(16))) = "stack";
+  char *heap = malloc(100);
+  strcpy(heap + 16, "inside");
+  char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  strcpy(page, "mapped");
+  char *foreign[] = {stack_block, static_block, heap + 16, page};
+  const char *text[] = {"stack", "static", "inside", "mapped"};
+  for (int i = 0; i < 4; i++) {
+    errno = 0;
+    memkind_free(NULL, foreign[i]);
+    CHECK_MSG(errno == EINVAL && strcmp(foreign[i], text[i]) == 0, "foreign pointer %d (%s)", i,
+              text[i]);
+    errno = 0;
+    CHECK_MSG(memkind_realloc(NULL, foreign[i], 256) == NULL && errno == EINVAL,
+              "realloc of foreign pointer %d", i);
+  }
+  munmap(page, 4096);
+  pthread_t t;
+  void *from_thread = NULL;
+  CHECK(pthread_create(&t, NULL, thread_block, NULL) == 0 && pthread_join(t, &from_thread) == 0);
+  void *genuine[] = {heap, malloc(24), malloc(1 << 20), from_thread};
+  for (int i = 0; i < 4; i++) {
+    errno = 0;
+    memkind_free(NULL, genuine[i]);
+    CHECK_MSG(errno == 0, "a block of glibc's heap (%d) is freed", i);
+  }
+#endif
 }
 
 static void hbw_policy_is_set_once_before_allocating(void) {
@@ -325,6 +368,7 @@ int main(int argc, char **argv) {
   default_kind_follows_the_memory_policy(argv[0]);
   realloc_moves_memory_between_kinds();
   bad_input_is_refused_without_harm();
+  detected_free_leaves_foreign_pointers_alone();
   hbw_policy_is_set_once_before_allocating();
   memalign_of_size_zero_is_null_and_success();
   aligned_and_zeroed_blocks_of_every_small_size();

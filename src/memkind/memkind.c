@@ -462,7 +462,7 @@ MK_HOT void memkind_free(memkind_t kind, void *ptr) {
     return;
   if ((sicm_arena_lookup)(ptr) != NULL) { /* called: the front missed already */
     sicm_free(ptr);
-  } else if (kind == NULL || (kind_valid(kind) && kind_of_heap(kind))) {
+  } else if (kind == NULL ? mk_heap_may_own(ptr) : kind_valid(kind) && kind_of_heap(kind)) {
     free(ptr);
   } else {
     mk_report_foreign("memkind_free", ptr);
@@ -478,6 +478,10 @@ size_t memkind_malloc_usable_size(memkind_t kind, void *ptr) {
 }
 
 void *memkind_realloc(memkind_t kind, void *ptr, size_t size) {
+  if (kind == NULL && ptr != NULL && sicm_arena_lookup(ptr) == NULL && !mk_heap_may_own(ptr)) {
+    mk_report_foreign("memkind_realloc", ptr);
+    return NULL;
+  }
   if (kind == NULL)
     kind = memkind_detect_kind(ptr);
   if (!kind_valid(kind)) {

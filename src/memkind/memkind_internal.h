@@ -96,6 +96,9 @@ int mk_is_hbw_pointer(const void *ptr);
 /* hbw_free: frees ptr if it lies in an arena of an HBW kind, else
  * reports it as foreign. */
 void mk_hbw_free(void *ptr);
+/* memkind_heap.c: whether glibc's malloc could own ptr, a pointer no
+ * arena owns (1 also where malloc is not glibc's: nothing is known). */
+int mk_heap_may_own(const void *ptr);
 /* Reports, once per process, a pointer given to the wrong free; errno EINVAL. */
 void mk_report_foreign(const char *call, const void *ptr);
 
