@@ -71,9 +71,11 @@ enum sicm_arena_place_flags {
   /* Takes part in automatic placement when the placer was started with
    * SICM_AUTOPLACE_FLAGGED (with SICM_AUTOPLACE_ALL every arena does). */
   SICM_ARENA_AUTOPLACE = 1u << 4,
-  /* Its data is not in active use: the placer may keep it on any device
-   * with room, puts it where memory costs least (capacity memory first,
-   * then DRAM), and demotes it first when the fast tier needs room. */
+  /* Its data is not in active use: the placer puts it where memory costs
+   * least (capacity memory first, when it has room for the arena, then
+   * DRAM), binds it to every device off the fast tier so that none of its
+   * pages reaches the fast tier whatever fills the others, and demotes it
+   * first when the fast tier needs room. */
   SICM_ARENA_ANYWHERE = 1u << 5,
 };
 
@@ -117,7 +119,11 @@ SICM_API int sicm_autoplace_config_init(sicm_autoplace_config *c);
  * set that fits the budget, and moves arenas onto and off the fast tier
  * with the library's migration.  A cold arena leaves the fast tier only
  * when a hotter one needs its room, and goes back to the device(s) it was
- * bound to when it joined (SICM_ARENA_ANYWHERE: the cheapest with room).
+ * bound to when it joined (SICM_ARENA_ANYWHERE: off the fast tier, the
+ * cheapest first).  An arena on the fast tier with pages off it (the tier
+ * was full when they were made, or when it moved) is moved again once the
+ * tier has room for them: the placer judges by the pages, not by the
+ * binding.
  *
  * Cost rule (ski rental): an arena that ranks in the set but sits off the
  * fast tier accrues, per interval, the bytes it referenced there; it moves

@@ -7,7 +7,6 @@
  * Every move, refused ones included, is kept for the report. */
 #include <errno.h>
 #include <math.h>
-#include <numaif.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,10 @@ typedef struct autoplace_track {
   uint64_t regret;
   unsigned since_move, retry_in;
   int placed_elsewhere;         /* shared, and another process places it */
+  /* On the fast tier: its resident bytes when its pages were last counted
+   * (after a promotion, and whenever it grew since), and how many of
+   * them were off the tier then (a promotion only part of which fit). */
+  uint64_t counted_resident, off_fast;
   sicm_arena_rates rates;
 } autoplace_track;
 
@@ -55,59 +58,11 @@ static struct {
             .wake = PTHREAD_COND_INITIALIZER};
 
 static int on_fast_tier(sicm_device *const *devs, int n) {
-  for (int i = 0; i < n; i++)
-    if (!sc_nodemask_has(&placer.fast_nodes, devs[i]->node))
-      return 0;
-  return n > 0;
+  return sc_autoplace_on_fast(&placer.fast_nodes, devs, n);
 }
 
-static unsigned policy_flags(int policy) {
-  return policy == MPOL_INTERLEAVE                                    ? SICM_ARENA_INTERLEAVE
-         : policy == MPOL_PREFERRED || policy == MPOL_PREFERRED_MANY ? SICM_ARENA_PREFERRED
-                                                                      : 0;
-}
-
-/* Where an arena goes when it leaves the fast tier: the device(s) it was
- * bound to when it joined, or, when it joined on the fast tier, the
- * nearest device off it; an ANYWHERE arena, capacity memory with room
- * when there is some. */
 static void track_home(autoplace_track *t, sc_arena *a, sicm_device *const *devs, int n) {
-  t->nhome = 0;
-  t->home_flags = 0;
-  if ((a->flags & SICM_ARENA_ANYWHERE) != 0) {
-    const sicm_device_list *all = sicm_devices();
-    size_t best_free = 0;
-    for (unsigned i = 0; all != NULL && i < all->count; i++) {
-      sicm_device *d = &all->devices[i];
-      size_t free_bytes;
-      if (d->kind == SICM_KIND_CAPACITY && !d->huge && !sc_nodemask_has(&placer.fast_nodes, d->node) &&
-          sicm_device_get_free_bytes(d, &free_bytes) == 0 && free_bytes > best_free) {
-        best_free = free_bytes;
-        t->home[0] = d;
-        t->nhome = 1;
-        t->home_flags = SICM_ARENA_PREFERRED; /* capacity first, never a full node */
-      }
-    }
-    if (t->nhome)
-      return;
-  }
-  if (!on_fast_tier(devs, n)) {
-    for (int i = 0; i < n; i++)
-      t->home[t->nhome++] = devs[i];
-    pthread_mutex_lock(&a->window_lock);
-    t->home_flags = policy_flags(a->binding.policy);
-    pthread_mutex_unlock(&a->window_lock);
-    return;
-  }
-  sicm_rank_entry rank[64];
-  int count = sicm_rank(SICM_RANK_NEAREST, SICM_INITIATOR_SELF, rank, 64, NULL);
-  for (int i = 0; i < count && i < 64; i++)
-    if (!rank[i].device->huge && !sc_nodemask_has(&placer.fast_nodes, rank[i].device->node)) {
-      t->home[0] = rank[i].device;
-      t->nhome = 1;
-      t->home_flags = SICM_ARENA_PREFERRED;
-      return;
-    }
+  t->nhome = sc_autoplace_home(a, devs, n, &placer.fast_nodes, t->home, &t->home_flags);
 }
 
 static void decision_record(unsigned slot, sc_arena *a, int from, int to, int error,
@@ -146,8 +101,25 @@ static int autoplace_move(unsigned slot, int promote, const char *why) {
   unsigned flags = promote ? SICM_ARENA_PREFERRED : t->home_flags;
   if (nto == 0)
     return -1;
-  sicm_migration_report report;
-  int rc = sc_arena_move(sa, to, nto, flags, &report);
+  sicm_migration_report report, first = {0};
+  int rc = 0;
+  if (!promote && (a->flags & SICM_ARENA_ANYWHERE) != 0) {
+    /* First onto capacity memory where it has room for the arena, and
+     * preferred there (what does not fit falls back); then bound to the
+     * whole home, which moves whatever fell back onto the fast tier. */
+    size_t free_bytes;
+    if (to[0]->kind == SICM_KIND_CAPACITY && sicm_device_get_free_bytes(to[0], &free_bytes) == 0 &&
+        free_bytes > t->rates.resident + placer.config.reserve)
+      rc = sc_arena_move(sa, to, 1, SICM_ARENA_PREFERRED, &first);
+  }
+  if (rc == 0)
+    rc = sc_arena_move(sa, to, nto, flags, &report);
+  else
+    report = first;
+  if (rc == 0) {
+    report.bytes_moved += first.bytes_moved;
+    report.nanoseconds += first.nanoseconds;
+  }
   int err = rc ? errno : 0;
   if (rc != 0 && (err == ESTALE || err == EPERM))
     return -1; /* destroyed, or taken by the program, meanwhile: not the placer's */
@@ -314,31 +286,68 @@ static unsigned interval_update(uint64_t elapsed_ns, uint64_t *on_fast_bytes) {
   return n;
 }
 
-/* The budget: the configured one, never more than the fast tier's free
- * memory (plus what the placer's arenas hold there) less the reserve. */
-static uint64_t interval_budget(uint64_t on_fast_bytes) {
+static uint64_t fast_free_bytes(void) {
   uint64_t free_bytes = 0;
   for (unsigned i = 0; i < placer.config.ndevices; i++) {
     size_t f;
     if (sicm_device_get_free_bytes(placer.config.devices[i], &f) == 0)
       free_bytes += f;
   }
-  uint64_t room = on_fast_bytes + free_bytes;
+  return free_bytes;
+}
+
+/* The budget: the configured one, never more than the fast tier's free
+ * memory (plus what the placer's arenas hold there) less the reserve. */
+static uint64_t interval_budget(uint64_t on_fast_bytes) {
+  uint64_t room = on_fast_bytes + fast_free_bytes();
   room = room > placer.config.reserve ? room - placer.config.reserve : 0;
   uint64_t budget = placer.config.budget && placer.config.budget < room ? placer.config.budget : room;
   __atomic_store_n(&placer.totals.budget, budget, __ATOMIC_RELAXED);
   return budget;
 }
 
-/* Whether an ANYWHERE arena the plan leaves off the fast tier is away
- * from its cheapest home. */
+/* Whether an ANYWHERE arena the plan leaves off the fast tier is bound
+ * elsewhere than its home (bindings keep their devices' order). */
 static int away_from_home(const sc_plan_arena *p, unsigned slot) {
   autoplace_track *t = &placer.tracks[slot];
-  sicm_device *devs[1];
-  return p->action == SC_PLAN_STAY && p->anywhere && !p->on_fast && p->movable && !p->wanted &&
-         t->nhome == 1 &&
-         sicm_arena_get_devices(sc_arena_handle(sc_arena_slots[slot], t->generation), devs, 1) > 0 &&
-         devs[0] != t->home[0];
+  if (p->action != SC_PLAN_STAY || !p->anywhere || p->on_fast || !p->movable || p->wanted ||
+      t->nhome == 0)
+    return 0;
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int n = sicm_arena_get_devices(sc_arena_handle(sc_arena_slots[slot], t->generation), devs,
+                                 SICM_ARENA_DEVICES_MAX);
+  return n > 0 && ((unsigned)n != t->nhome || devs[0] != t->home[0]);
+}
+
+/* Counts the arena's pages off the fast tier: after a promotion, and
+ * whenever it grew since (what it allocates when the tier is full falls
+ * back elsewhere). */
+static void pages_count(unsigned slot) {
+  autoplace_track *t = &placer.tracks[slot];
+  sicm_arena sa = sc_arena_handle(sc_arena_slots[slot], t->generation);
+  uint64_t off;
+  if (sc_autoplace_bytes_off_fast(sa, &placer.fast_nodes, &off) == 0) {
+    t->off_fast = off;
+    t->counted_resident = t->rates.resident;
+  }
+}
+
+/* An arena bound to the fast tier with pages off it (a promotion only
+ * part of which fit, or growth while the tier was full) moves again once
+ * the tier has room for the rest: judged by its pages, not its binding. */
+static void promotion_complete(unsigned slot, const sc_plan_arena *p) {
+  autoplace_track *t = &placer.tracks[slot];
+  if (!p->on_fast || !p->movable || p->action != SC_PLAN_STAY)
+    return;
+  if (t->rates.resident > t->counted_resident)
+    pages_count(slot);
+  if (t->off_fast == 0 || fast_free_bytes() < t->off_fast + placer.config.reserve)
+    return;
+  char why[112];
+  snprintf(why, sizeof why, "completing its promotion: %llu bytes were off the fast tier",
+           (unsigned long long)t->off_fast);
+  if (autoplace_move(slot, 1, why) == 0)
+    pages_count(slot);
 }
 
 /* Carries out the plan's n actions: demotions first, so that the fast
@@ -360,11 +369,14 @@ static void interval_apply(unsigned n) {
   char why[112];
   for (unsigned i = 0; i < n && !demotion_failed; i++) {
     sc_plan_arena *p = &placer.plan[i];
-    if (p->action != SC_PLAN_PROMOTE)
+    if (p->action != SC_PLAN_PROMOTE) {
+      promotion_complete(placer.plan_slot[i], p);
       continue;
+    }
     snprintf(why, sizeof why, "hot: referenced %llu bytes off the fast tier, the move costs %llu",
              (unsigned long long)p->regret, (unsigned long long)p->cost);
-    autoplace_move(placer.plan_slot[i], 1, why);
+    if (autoplace_move(placer.plan_slot[i], 1, why) == 0)
+      pages_count(placer.plan_slot[i]);
   }
 }
 

@@ -85,6 +85,25 @@ int sc_autoplace_config_check(const sicm_autoplace_config *c);
 /* The configuration SICM_AUTOPLACE's text describes, checked; 0 or -1. */
 int sc_autoplace_config_parse(const char *text, sicm_autoplace_config *c);
 
+/* ---- autoplace_home.c ---- */
+/* Whether devs (n of them) all lie on the fast tier `fast`. */
+int sc_autoplace_on_fast(const sc_nodemask *fast, sicm_device *const *devs, int n);
+/* Where arena a (bound to devs) goes when it leaves the fast tier: the
+ * device(s) it was bound to when it joined, or, when it joined on the
+ * fast tier, the nearest device off it, preferred.  An ANYWHERE arena:
+ * bound to every device off the fast tier, capacity memory first (the
+ * placer puts its pages on capacity memory first when there is room), so
+ * that no page of it ever reaches the fast tier, whatever fills the other
+ * nodes.  Fills home and *flags; the count of devices. */
+unsigned sc_autoplace_home(sc_arena *a, sicm_device *const *devs, int n, const sc_nodemask *fast,
+                           sicm_device **home, unsigned *flags);
+/* The devices of base pages off the fast tier (`fast`), capacity memory
+ * first, then by free bytes: an ANYWHERE arena's home.  Their count. */
+unsigned sc_autoplace_off_fast(const sc_nodemask *fast, sicm_device **out);
+/* *off: the arena's resident bytes on nodes outside `fast`; 0, or -1
+ * with errno (the arena went meanwhile). */
+int sc_autoplace_bytes_off_fast(sicm_arena sa, const sc_nodemask *fast, uint64_t *off);
+
 /* ---- autoplace_report.c ---- */
 /* One decision of the placer, as reports show it. */
 typedef struct sc_autoplace_decision {

@@ -58,12 +58,13 @@ class Autoplace : public ::testing::Test {
       arenas_.push_back({a, p});
     }
   }
-  void Start(size_t budget) {
+  void Start(size_t budget, size_t reserve = (size_t)64 << 20) {
     sicm_autoplace_config c;
     ASSERT_EQ(0, sicm_autoplace_config_init(&c));
     c.ndevices = 1;
     c.devices[0] = sicm_device_of_node(kFast, 0);
     c.budget = budget;
+    c.reserve = reserve;
     c.interval_ms = kIntervalMs;
     ASSERT_EQ(0, sicm_autoplace_start(&c)) << sicm_error_detail();
   }
@@ -179,6 +180,83 @@ TEST_F(Autoplace, IdleAnywhereArenasLiveOnCapacityMemory) {
   EXPECT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, kCapacity));
   EXPECT_EQ(0u, PagesNotOn(arenas_[1].data, kArenaBytes, kCapacity));
   EXPECT_EQ(0u, PagesNotOn(arenas_[2].data, kArenaBytes, kFast));
+}
+
+// Fills node `node` but for `leave` bytes with an arena of the program
+// that the placer leaves alone.
+void Fill(sicm_arena *hog, int node, size_t leave) {
+  sicm_device *dev = sicm_device_of_node(node, 0);
+  *hog = sicm_arena_create(0, dev);
+  ASSERT_NE(nullptr, *hog);
+  ASSERT_EQ(0, sicm_arena_set_autoplace(*hog, SICM_AUTOPLACE_EXCLUDE));
+  size_t free_bytes = 0;
+  ASSERT_EQ(0, sicm_device_get_free_bytes(dev, &free_bytes));
+  ASSERT_GT(free_bytes, leave + (64 << 20));
+  char *h = (char *)sicm_arena_alloc(*hog, free_bytes - leave);
+  ASSERT_NE(nullptr, h);
+  memset(h, 1, free_bytes - leave);
+}
+
+// Capacity memory full: an idle ANYWHERE arena still never reaches the
+// fast node, neither its pages when the placer moves it nor what it
+// allocates afterwards; it is bound to the nodes off the fast tier.
+TEST_F(Autoplace, AnAnywhereArenaNeverReachesTheFastNodeWhateverFillsTheOthers) {
+  // 40 MiB left on capacity memory (less would wake the OOM killer for
+  // the strictly bound filler); the idle arena holds 80 MiB.
+  ASSERT_NO_FATAL_FAILURE(Fill(&hog_, kCapacity, 40 << 20));
+  MakeArenas(2, SICM_ARENA_ANYWHERE);
+  char *bulk = (char *)sicm_arena_alloc(arenas_[0].handle, 4 * kArenaBytes);
+  ASSERT_NE(nullptr, bulk);
+  memset(bulk, 1, 4 * kArenaBytes);
+  ASSERT_NO_FATAL_FAILURE(Start(4 * kArenaBytes));
+  uint64_t start = Intervals();
+  while (Intervals() < start + kSettleIntervals) {
+    Touch({1});
+    usleep(kIntervalMs * 1000 / 8);
+  }
+  auto pages = [](const char *p, size_t len) { return sicm_test::NodesOfPages(p, len).size(); };
+  EXPECT_EQ(pages(arenas_[0].data, kArenaBytes), PagesNotOn(arenas_[0].data, kArenaBytes, kFast));
+  EXPECT_EQ(pages(bulk, 4 * kArenaBytes), PagesNotOn(bulk, 4 * kArenaBytes, kFast));
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int n = sicm_arena_get_devices(arenas_[0].handle, devs, SICM_ARENA_DEVICES_MAX);
+  EXPECT_GT(n, 1) << "bound to the nodes off the fast tier";
+  for (int i = 0; i < n; i++) EXPECT_NE(kFast, devs[i]->node);
+  char *more = (char *)sicm_arena_alloc(arenas_[0].handle, kArenaBytes);
+  ASSERT_NE(nullptr, more);
+  memset(more, 1, kArenaBytes);
+  EXPECT_EQ(pages(more, kArenaBytes), PagesNotOn(more, kArenaBytes, kFast));
+  sicm_free(more);
+}
+
+// A hot arena on the fast node grows while the node is full: what does
+// not fit falls back elsewhere.  Once the node has room again, the placer
+// completes the promotion, judging by the arena's pages, not its binding.
+TEST_F(Autoplace, APromotionThatOnlyPartlyFitIsCompletedOnceThereIsRoom) {
+  const size_t kMore = 4 * kArenaBytes;
+  MakeArenas(1);
+  ASSERT_NO_FATAL_FAILURE(Start(0, 0));
+  uint64_t start = Intervals();
+  while (Intervals() < start + kSettleIntervals && PagesNotOn(arenas_[0].data, kArenaBytes, kFast))
+    Touch({0}), usleep(kIntervalMs * 1000 / 8);
+  ASSERT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, kFast)) << "never promoted";
+  // 32 MiB left on the fast node, and the arena grows by 64 MiB.
+  ASSERT_NO_FATAL_FAILURE(Fill(&hog_, kFast, 32 << 20));
+  char *more = (char *)sicm_arena_alloc(arenas_[0].handle, kMore);
+  ASSERT_NE(nullptr, more);
+  memset(more, 1, kMore);
+  size_t off = PagesNotOn(more, kMore, kFast);
+  ASSERT_GT(off, 0u) << "all of it fit: the test proves nothing";
+  ASSERT_EQ(0, sicm_arena_destroy(hog_));
+  hog_ = nullptr;
+  start = Intervals();
+  while (Intervals() < start + kSettleIntervals && PagesNotOn(more, kMore, kFast)) {
+    Touch({0});
+    for (size_t at = 0; at < kMore; at += 4096) more[at]++;
+    usleep(kIntervalMs * 1000 / 8);
+  }
+  EXPECT_EQ(0u, PagesNotOn(more, kMore, kFast)) << off << " pages were off";
+  EXPECT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, kFast));
+  sicm_free(more);
 }
 
 // The fast node fills up behind the placer's back (another arena of the
