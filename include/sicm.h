@@ -378,8 +378,10 @@ SICM_API void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
  * a small block that is placed like a block start, and a pointer into an
  * arena that was destroyed are undefined, as with free(3): once another
  * block lives at that address (a new arena may reuse the address range),
- * no check short of a tag per block, paid by every call, tells the two
- * apart. */
+ * no check short of a record of every block, paid by every call, tells the
+ * two apart.  That record is the checking mode (SICM_CHECK=1 in sicm(7), or
+ * a library configured --enable-checking): there every free or resize of
+ * anything but a live block stops the process with one line, then abort(). */
 SICM_API void sicm_free(void *ptr);
 
 /* Usable size of an allocation (at least the size asked for).  Returns it,

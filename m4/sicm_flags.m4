@@ -72,3 +72,15 @@ AC_DEFUN([SICM_FORTRAN], [
   AC_SUBST([SICM_FC_WARN])
   AM_CONDITIONAL([HAVE_FORTRAN], [test "x$SICM_FC" != xno])
 ])
+
+# SICM_ENABLE_CHECKING: --enable-checking builds a library that always runs
+# in the checking mode of SICM_CHECK=1 (sicm(7)): every bad free stops the
+# process with one line.
+AC_DEFUN([SICM_ENABLE_CHECKING], [
+  AC_ARG_ENABLE([checking],
+    [AS_HELP_STRING([--enable-checking],
+      [always check every free and resize, as SICM_CHECK=1 does (slower)])],
+    [], [enable_checking=no])
+  AS_IF([test "x$enable_checking" = xyes],
+    [AC_DEFINE([SICM_ALWAYS_CHECK], [1], [Every free and resize is checked, as with SICM_CHECK=1.])])
+])

@@ -138,6 +138,21 @@ static inline void sc_arena_binding_set(sc_arena *a, const sc_binding *b) {
   __atomic_store_n(&a->capacity, b->capacity, __ATOMIC_RELAXED);
 }
 
+/* ---- arena_check.c: the checking mode (SICM_CHECK) ---- */
+/* 1 in the checking mode: the thread's front is never set, and the entry
+ * points record every block they hand out. */
+extern int sc_check_on;
+/* Reads SICM_CHECK (sicm_init). */
+void sc_check_setup(void);
+/* ptr was handed out by the arena of `generation`. */
+void sc_check_born(const void *ptr, uint64_t generation);
+/* ptr is freed or resized by `call`: if it is not a live block, one line
+ * on stderr names the call, the pointer and why, then abort(). */
+void sc_check_dies(const void *ptr, const char *call);
+/* Around fork(): the record's lock (a leaf). */
+void sc_check_fork_lock(void);
+void sc_check_fork_unlock(void);
+
 /* ---- arena_stats.c: what arenas destroyed before did ---- */
 typedef struct sc_arenas_gone {
   uint64_t arenas, migrations, failed, nanoseconds, bytes_moved;

@@ -25,7 +25,7 @@ static void pool_give(sc_pool *pool, size_t bytes) {
   __atomic_fetch_sub(&pool->used, bytes, __ATOMIC_RELAXED);
 }
 
-static void *alloc_counted(sc_arena *a, uint64_t generation, size_t sz, size_t align, int zero) {
+static void *alloc_pooled(sc_arena *a, uint64_t generation, size_t sz, size_t align, int zero) {
   sc_pool *pool = __atomic_load_n(&a->pool, __ATOMIC_ACQUIRE);
   if (pool == NULL)
     return a->ops->alloc(a, generation, sz, align, zero);
@@ -40,9 +40,16 @@ static void *alloc_counted(sc_arena *a, uint64_t generation, size_t sz, size_t a
   return p;
 }
 
+static void *alloc_counted(sc_arena *a, uint64_t generation, size_t sz, size_t align, int zero) {
+  void *p = alloc_pooled(a, generation, sz, align, zero);
+  if (__builtin_expect(sc_check_on, 0) && p != NULL)
+    sc_check_born(p, generation);
+  return p;
+}
+
 /* A resize takes the growth from the pool first, and settles on the
  * block's usable size after. */
-static void *realloc_counted(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
+static void *realloc_pooled(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
   sc_pool *pool = __atomic_load_n(&a->pool, __ATOMIC_ACQUIRE);
   if (pool == NULL)
     return a->ops->realloc(a, generation, ptr, sz);
@@ -64,6 +71,15 @@ static void *realloc_counted(sc_arena *a, uint64_t generation, void *ptr, size_t
     pool_give(pool, counted - now);
   else if (now > counted)
     __atomic_fetch_add(&pool->used, now - counted, __ATOMIC_RELAXED);
+  return p;
+}
+
+static void *realloc_counted(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
+  if (__builtin_expect(sc_check_on, 0))
+    sc_check_dies(ptr, "sicm_realloc");
+  void *p = realloc_pooled(a, generation, ptr, sz);
+  if (__builtin_expect(sc_check_on, 0))
+    sc_check_born(p != NULL ? p : ptr, generation); /* failed: the block stays live */
   return p;
 }
 
@@ -118,6 +134,8 @@ void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz) {
 void sc_free_any(void *ptr) {
   if (ptr == NULL)
     return;
+  if (__builtin_expect(sc_check_on, 0))
+    sc_check_dies(ptr, "sicm_free");
   uint64_t generation;
   sc_arena *a = owner_of(ptr, &generation);
   if (a == NULL)

@@ -20,6 +20,8 @@ extern SC_TLS sicm_front_v2_t sicm_front_v2
  * empty when the arena died meanwhile (the epoch is read first, so a
  * destroy after the check leaves the front stale, not wrong). */
 static void front_set(sc_arena *a, uintptr_t h, sc_thread_cache *cache) {
+  if (__builtin_expect(sc_check_on, 0))
+    return; /* every call reaches the entry points, which check */
   uint64_t epoch = __atomic_load_n(&sicm_epoch_v2, __ATOMIC_ACQUIRE);
   if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != cache->generation)
     return;
@@ -46,6 +48,8 @@ static int front_is(uintptr_t h) {
 /* sicm_arena_alloc beyond the front: the thread's cache of any private
  * arena, large blocks, and everything else. */
 static __attribute__((noinline)) void *arena_alloc_cached(sicm_arena sa, size_t sz) {
+  if (__builtin_expect(sc_check_on, 0))
+    return sc_arena_alloc_any(sa, sz);
   uintptr_t h = (uintptr_t)sa;
   unsigned slot = h & (SC_ARENA_SLOTS - 1);
   sc_thread_table *t = &sc_thread_caches;
@@ -89,7 +93,8 @@ static __attribute__((noinline)) void *arena_alloc_cached(sicm_arena sa, size_t 
 /* sicm_free beyond the front. */
 static __attribute__((noinline)) void free_cached(void *ptr) {
   unsigned cls = sc_page_class(ptr);
-  if (cls < sc_je_size_classes.nclasses && sc_class_start_ok(cls, ptr)) {
+  if (!__builtin_expect(sc_check_on, 0) && cls < sc_je_size_classes.nclasses &&
+      sc_class_start_ok(cls, ptr)) {
     uintptr_t chunk = (uintptr_t)ptr >> SC_CHUNK_SHIFT;
     /* A chunk with tags holds whole private windows: never SC_CHUNK_PARTIAL. */
     unsigned slot = __atomic_load_n(&sc_chunk_owner[chunk], __ATOMIC_ACQUIRE) - 1u;

@@ -33,6 +33,7 @@ static const char *init_conf_path(void) {
 /* Environment options, read strictly (base.h); sicm(7) documents each. */
 static void init_options(sc_options *o, unsigned flags) {
   sc_migrate_read_options();
+  sc_check_setup();
   static const char *const onoff[] = {"0", "1", NULL};
   int share = (flags & SICM_INIT_SHARE_TOPOLOGY) != 0;
   o->share_topology = sc_env_choice("SICM_SHARE_TOPOLOGY", onoff, share, "0 or 1") == 1;
@@ -68,9 +69,11 @@ static void fork_prepare(void) {
   sc_shared_fork_lock();
   sc_arenas_fork_lock();
   sc_autoplace_report_fork_lock();
+  sc_check_fork_lock();
 }
 
 static void fork_release(int child) {
+  sc_check_fork_unlock();
   sc_autoplace_report_fork_unlock();
   sc_arenas_fork_unlock(child);
   sc_shared_fork_unlock();

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "memkind_internal.h"
 
 #define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL}
@@ -266,7 +267,23 @@ static inline memkind_t kind_of_arena(sicm_arena arena) {
   return NULL;
 }
 
+/* The checking mode of libsicm (SICM_CHECK=1, or a build that always
+ * checks): a pointer given to the wrong free stops the process. */
+static int checking(void) {
+#ifdef SICM_ALWAYS_CHECK
+  return 1;
+#else
+  const char *v = getenv("SICM_CHECK");
+  return v != NULL && strcmp(v, "1") == 0;
+#endif
+}
+
 void mk_report_foreign(const char *call, const void *ptr) {
+  if (checking()) {
+    fprintf(stderr, "libsicm: SICM_CHECK: %s(%p): not memory of that kind, nor of any kind\n",
+            call, ptr);
+    abort();
+  }
   static int reported;
   if (!__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
     fprintf(stderr, "libmemkind (libsicm): %s(%p): not memory of that kind; ignored "

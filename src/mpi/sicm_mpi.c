@@ -33,7 +33,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "sicm.h"
+
+#ifdef SICM_ALWAYS_CHECK
+#define SICM_CHECK_ALWAYS 1
+#else
+#define SICM_CHECK_ALWAYS 0
+#endif
 
 #define NAME_MAX_LEN 64
 #define NODES_BITS 1024
@@ -352,6 +359,11 @@ int MPI_Free_mem(void *base) {
   size_t usable = sicm_usable_size(base);
   errno = saved;
   if (usable == 0) {
+    const char *check = getenv("SICM_CHECK");
+    if (SICM_CHECK_ALWAYS || (check != NULL && strcmp(check, "1") == 0)) {
+      fprintf(stderr, "libsicm: SICM_CHECK: MPI_Free_mem(%p): no block starts there\n", base);
+      abort();
+    }
     int code = error_codes_make() == 0 ? code_not_a_block : MPI_ERR_ARG;
     return raise_error(error_with_text(code, text_not_a_block));
   }
