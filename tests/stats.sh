@@ -56,8 +56,8 @@ PY
 }
 
 linear() {
-  out=$("$check" scale 500 2000) || return 1
-  echo "report of 500 arenas, then of 2000 (seconds): $out"
+  out=$("$check" scale 250 1000) || return 1
+  echo "report of 250 arenas, then of 1000 (seconds): $out"
   echo "$out" | awk '{ if ($4 >= 8 * $2) { print "grew more than linearly"; exit 1 } }'
 }
 
