@@ -236,19 +236,42 @@ static char report_path[PATH_MAX];
 static unsigned report_flags;
 static int report_wanted, report_done;
 
+/* 1 when the path is a symbolic link of this user's, 0 when it is none,
+ * -1 when it is another user's: in a directory such as /tmp, another
+ * user's link would send the report into any file this process may
+ * write. */
+static int link_kind(const char *path) {
+  struct stat link;
+  if (lstat(path, &link) != 0 || !S_ISLNK(link.st_mode))
+    return 0;
+  return link.st_uid == geteuid() ? 1 : -1;
+}
+
 /* The report's file, opened to append; -1 after one line on stderr when it
- * cannot be, or is not a regular file: a FIFO, a socket or a device is
- * refused, never waited on (O_NONBLOCK: a FIFO without a reader fails at
- * once, one with a reader is refused by its type). */
+ * cannot be, or is not a regular file of this user: a FIFO, a socket or a
+ * device is refused, never waited on (O_NONBLOCK: a FIFO without a reader
+ * fails at once, one with a reader is refused by its type), and so is a
+ * file or a symbolic link another user owns. */
 static int report_open(void) {
   if (report_path[0] == '\0')
     return STDERR_FILENO;
-  int fd = open(report_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-                0644);
+  int link = link_kind(report_path);
+  if (link < 0) {
+    fprintf(stderr, "libsicm: SICM_STATS=%s is another user's symbolic link; no report "
+                    "written\n", report_path);
+    return -1;
+  }
+  /* No link was there: none may be followed (one made meanwhile fails). */
+  int fd = open(report_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+                                 (link ? 0 : O_NOFOLLOW), 0644);
   struct stat st;
-  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+  int regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (regular && st.st_uid == geteuid())
     return fd;
-  if (fd >= 0 || errno == ENXIO)
+  if (regular)
+    fprintf(stderr, "libsicm: SICM_STATS=%s is another user's file; no report written\n",
+            report_path);
+  else if (fd >= 0 || errno == ENXIO)
     fprintf(stderr, "libsicm: SICM_STATS=%s is not a regular file; no report written\n",
             report_path);
   else

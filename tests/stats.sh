@@ -9,7 +9,9 @@
 #    within one process: 4 times the arenas take less than 8 times as long);
 #  - a FIFO (with or without a reader) or a device at the path is refused
 #    in one line, never waited on; a write that fails is one line;
-#  - a last sicm_fini refused with EBUSY stops nothing.
+#  - a last sicm_fini refused with EBUSY stops nothing;
+#  - another user's file, or symbolic link, at the path is refused (in a
+#    sticky directory such as /tmp it could send the report anywhere).
 set -u
 b=${SICM_TOP_BUILDDIR:?}
 check=$b/tests/stats_check
@@ -104,6 +106,32 @@ ebusy() {
     grep -q "placer: stopped" "$tmp/ebusy.txt"
 }
 
+another_users() { # root only: files another user made in a sticky directory
+  if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then
+    echo "SKIP: needs root and setpriv to act as another user"
+    return 0
+  fi
+  shared=$tmp/sticky
+  chmod 755 "$tmp" && mkdir "$shared" && chmod 1777 "$shared" && echo secret > "$tmp/victim" ||
+    return 1
+  as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+  as_nobody touch "$shared/theirs.json" && as_nobody ln -s "$tmp/victim" "$shared/link.json" ||
+    return 1
+  refused_as "$shared/theirs.json" "another user's file" &&
+    refused_as "$shared/link.json" "another user's symbolic link" &&
+    [ ! -s "$shared/theirs.json" ] && [ "$(cat "$tmp/victim")" = secret ] &&
+    ln -s "$tmp/mine.json" "$tmp/own-link.json" &&
+    SICM_STATS=$tmp/own-link.json "$check" arenas 1 && [ -s "$tmp/mine.json" ]
+}
+
+refused_as() { # refused_as PATH WORDS: refused in one line saying WORDS
+  err=$(SICM_STATS=$1 timeout 60 "$check" arenas 3 2>&1 >/dev/null)
+  rc=$?
+  echo "$err"
+  [ $rc -eq 0 ] && [ "$(printf '%s\n' "$err" | grep -c .)" -eq 1 ] &&
+    printf '%s\n' "$err" | grep -q "$2"
+}
+
 step "8 processes x 1000 arenas exit together: 8 whole JSON lines" together
 step "the report's time is linear in the arenas" linear
 mkfifo "$tmp/fifo"
@@ -112,4 +140,5 @@ step "a FIFO with a reader is refused" fifo_with_reader
 step "a device is refused" refused /dev/full
 step "a write that fails is one line" write_fails
 step "a last sicm_fini refused with EBUSY stops nothing" ebusy
+step "another user's file or link at the path is refused; one's own link is followed" another_users
 exit $failed
