@@ -194,6 +194,10 @@ int sc_autoplace_config_parse(const char *text, sicm_autoplace_config *c) {
     const char *eq = memchr(p, '=', len);
     if (eq == NULL || eq == p || eq + 1 == p + len)
       return sc_fail(EINVAL, "'%.*s' is not KEY=VALUE", (int)len, p);
+    /* A key given twice: which one was meant cannot be told. */
+    for (const char *q = text; q < p; q += strcspn(q, ",") + 1)
+      if (strncmp(q, p, (size_t)(eq - p) + 1) == 0)
+        return sc_fail(EINVAL, "'%.*s' is given twice", (int)(eq - p), p);
     if (parse_pair(p, (size_t)(eq - p), eq + 1, (size_t)(p + len - eq - 1), c) != 0)
       return -1;
     p += len;

@@ -166,7 +166,9 @@ TEST(AutoplaceConfig, TheVariableIsReadStrictly) {
                           "halflife=0", "budget=99999T", "fast", ",", "interval=1s,,",
                           // strict at both ends: no separator leads or trails
                           "budget=1G,", "interval=10,", "fast=0,", "fast=0+", "fast=+0",
-                          ",interval=10", "mode=place,", "fast=0+,"}) {
+                          ",interval=10", "mode=place,", "fast=0+,",
+                          // a key given twice
+                          "budget=1K,budget=2K", "mode=monitor,interval=20,mode=place"}) {
     errno = 0;
     EXPECT_EQ(-1, sc_autoplace_config_parse(bad, &c)) << bad;
     EXPECT_EQ(EINVAL, errno) << bad;
