@@ -381,7 +381,9 @@ SICM_API void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
  * no check short of a record of every block, paid by every call, tells the
  * two apart.  That record is the checking mode (SICM_CHECK=1 in sicm(7), or
  * a library configured --enable-checking): there every free or resize of
- * anything but a live block stops the process with one line, then abort(). */
+ * anything but a live block stops the process with one line, then abort()
+ * (a block of a destroyed arena is caught until a newer arena reuses its
+ * address for a live block). */
 SICM_API void sicm_free(void *ptr);
 
 /* Usable size of an allocation (at least the size asked for).  Returns it,

@@ -141,7 +141,8 @@ SICM_API int sicm_autoplace_config_init(sicm_autoplace_config *c);
  * Returns 0, or -1 with errno (nothing started, nothing moved):
  *   EINVAL  c NULL; a device not from sicm_devices(), of huge pages or
  *           listed twice; interval_ms below 10; half_life 0; unknown
- *           arenas value; budget above the fast tier's capacity;
+ *           arenas value; budget or reserve above the fast tier's
+ *           capacity (with no device: the default fast tier's);
  *   EBUSY   the placer already runs (from this call or SICM_AUTOPLACE);
  *   ENOTSUP the kernel does not report referenced pages to this process
  *           (sicm_error_detail() says which check failed);

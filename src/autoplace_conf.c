@@ -76,6 +76,9 @@ int sc_autoplace_config_check(const sicm_autoplace_config *c) {
     return sc_fail(EINVAL, "arenas is SICM_AUTOPLACE_ALL or _FLAGGED, not %u", c->arenas);
   if (c->monitor_only != 0 && c->monitor_only != 1)
     return sc_fail(EINVAL, "monitor_only is 0 or 1, not %d", c->monitor_only);
+  if (c->reserve > capacity)
+    return sc_fail(EINVAL, "a reserve of %zu bytes is more than the fast tier's %zu: nothing would "
+                           "ever move", c->reserve, capacity);
   if (c->budget > capacity)
     return sc_fail(EINVAL, "a budget of %zu bytes is more than the fast tier's %zu", c->budget,
                    capacity);

@@ -168,7 +168,9 @@ TEST(AutoplaceConfig, TheVariableIsReadStrictly) {
                           "budget=1G,", "interval=10,", "fast=0,", "fast=0+", "fast=+0",
                           ",interval=10", "mode=place,", "fast=0+,",
                           // a key given twice
-                          "budget=1K,budget=2K", "mode=monitor,interval=20,mode=place"}) {
+                          "budget=1K,budget=2K", "mode=monitor,interval=20,mode=place",
+                          // a reserve the fast tier cannot hold: nothing would ever move
+                          "reserve=16T"}) {
     errno = 0;
     EXPECT_EQ(-1, sc_autoplace_config_parse(bad, &c)) << bad;
     EXPECT_EQ(EINVAL, errno) << bad;
