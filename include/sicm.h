@@ -2,11 +2,9 @@
 /* sicm.h: the public C API of libsicm, from C and C++.  libsicm places
  * groups of allocations ("arenas") on memory devices (DRAM, HBM, capacity
  * memory such as NVDIMM or CXL, each a Linux NUMA node) and moves them as
- * a whole.  Conventions: functions that return int return 0 (or a count)
- * on success and -1 on failure; functions that return a pointer return
- * NULL on failure.  On failure errno is set as documented per function,
- * and sicm_error_detail() describes the failure in words.  Every function
- * is thread-safe unless stated otherwise. */
+ * a whole.  Functions return 0 (or a count) or a pointer on success, -1 or
+ * NULL on failure, with errno as documented per function and the cause in
+ * words from sicm_error_detail(); all are thread-safe unless stated. */
 #ifndef SICM_H
 #define SICM_H
 
@@ -378,12 +376,9 @@ SICM_API void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
  * a small block that is placed like a block start, and a pointer into an
  * arena that was destroyed are undefined, as with free(3): once another
  * block lives at that address (a new arena may reuse the address range),
- * no check short of a record of every block, paid by every call, tells the
- * two apart.  That record is the checking mode (SICM_CHECK=1 in sicm(7), or
- * a library configured --enable-checking): there every free or resize of
- * anything but a live block stops the process with one line, then abort()
- * (a block of a destroyed arena is caught until a newer arena reuses its
- * address for a live block). */
+ * no check short of a record of every block tells the two apart: that is
+ * the checking mode (SICM_CHECK=1 in sicm(7), or --enable-checking), which
+ * stops the process with one line and abort() at any such free or resize. */
 SICM_API void sicm_free(void *ptr);
 
 /* Usable size of an allocation (at least the size asked for).  Returns it,
