@@ -50,7 +50,8 @@ static size_t slot_of(uintptr_t p, size_t cap) {
 }
 
 static live_block *find(uintptr_t p) {
-  for (size_t i = slot_of(p, capacity), n = 0; capacity && n < capacity; i = (i + 1) & (capacity - 1), n++) {
+  size_t i = capacity ? slot_of(p, capacity) : 0;
+  for (size_t n = 0; n < capacity; n++, i = (i + 1) & (capacity - 1)) {
     if (blocks[i].ptr == p)
       return &blocks[i];
     if (blocks[i].ptr == 0)

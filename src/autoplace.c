@@ -212,9 +212,8 @@ static uint64_t referenced_bytes(sc_arena *a, uint64_t generation, uint64_t mine
 /* Updates the decaying rate and what the arena's rates show; 0 when the
  * arena was destroyed meanwhile (its track then starts from zero). */
 static int rates_update(unsigned slot, sc_arena *a, uint64_t generation, int fast,
-                        uint64_t elapsed_ns) {
+                        uint64_t elapsed_ns, double alpha) {
   autoplace_track *t = &placer.tracks[slot];
-  double alpha = 1 - pow(0.5, 1.0 / placer.config.half_life);
   double seconds = (double)placer.config.interval_ms / 1000;
   uint64_t referenced = referenced_bytes(a, generation, placer.sample->referenced[slot]);
   t->rate += alpha * ((double)referenced - t->rate);
@@ -261,6 +260,7 @@ static int placed_here(unsigned slot, sc_arena *a, uint64_t generation, int node
 static unsigned interval_update(uint64_t elapsed_ns, uint64_t *on_fast_bytes) {
   unsigned n = 0;
   *on_fast_bytes = 0;
+  double alpha = 1 - pow(0.5, 1.0 / placer.config.half_life); /* the rates' decay */
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     autoplace_track *t = &placer.tracks[slot];
     uint64_t generation;
@@ -270,7 +270,7 @@ static unsigned interval_update(uint64_t elapsed_ns, uint64_t *on_fast_bytes) {
     if (a == NULL)
       continue;
     int fast = on_fast_tier(devs, ndevs);
-    if (!rates_update(slot, a, generation, fast, elapsed_ns) ||
+    if (!rates_update(slot, a, generation, fast, elapsed_ns, alpha) ||
         !placed_here(slot, a, generation, devs[0]->node))
       continue;
     if (fast)

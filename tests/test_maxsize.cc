@@ -17,9 +17,7 @@ namespace {
 
 using sicm_test::MemoryNow;
 
-class Maxsize : public sicm_test::LocalDevice {
- protected:
-};
+class Maxsize : public sicm_test::LocalDevice {};
 // The same fixture for the long runs of `make check-stress`.
 class MaxsizeStress : public Maxsize {};
 

@@ -38,7 +38,7 @@ enum {
 
 static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
 static int malloc_is_glibc;
-static uintptr_t start_brk;
+static uintptr_t start_brk, page;
 
 /* Field 47 of /proc/self/stat: where the program break started. */
 static uintptr_t read_start_brk(void) {
@@ -60,14 +60,14 @@ static uintptr_t read_start_brk(void) {
 
 static void heap_init(void) {
   malloc_is_glibc = dlsym(RTLD_DEFAULT, "malloc") == (void *)__libc_malloc;
+  page = (uintptr_t)sysconf(_SC_PAGESIZE);
   start_brk = read_start_brk();
 }
 
 /* Whether the page holding addr is mapped (mincore: ENOMEM when not). */
 static int mapped(uintptr_t addr) {
-  long page = sysconf(_SC_PAGESIZE);
   unsigned char vec;
-  return mincore((void *)(addr & ~(uintptr_t)(page - 1)), 1, &vec) == 0;
+  return mincore((void *)(addr & ~(page - 1)), 1, &vec) == 0;
 }
 
 static int on_my_stack(uintptr_t p) {
@@ -88,11 +88,10 @@ static int on_my_stack(uintptr_t p) {
 }
 
 static int mmapped_chunk_ok(uintptr_t chunk, size_t size) {
-  long page = sysconf(_SC_PAGESIZE);
   size_t prev = *(const size_t *)chunk; /* prev_size: the offset of the mapping */
   uintptr_t block = chunk - prev;
   size_t total = prev + size;
-  return prev <= chunk && ((block | total) & (uintptr_t)(page - 1)) == 0 && mapped(block) &&
+  return prev <= chunk && ((block | total) & (page - 1)) == 0 && mapped(block) &&
          mapped(block + total - 1);
 }
 
@@ -114,11 +113,10 @@ int mk_heap_may_own(const void *ptr) {
   if (!malloc_is_glibc)
     return 1;
   uintptr_t p = (uintptr_t)ptr;
-  long page = sysconf(_SC_PAGESIZE);
   if ((p & 15) != 0 || p < 4096 || on_my_stack(p))
     return 0;
   uintptr_t chunk = p - 2 * sizeof(size_t);
-  if ((p & (uintptr_t)(page - 1)) < 2 * sizeof(size_t) && !mapped(chunk))
+  if ((p & (page - 1)) < 2 * sizeof(size_t) && !mapped(chunk))
     return 0; /* the header would lie in the page before, which is not mapped */
   size_t header = *(const size_t *)(p - sizeof(size_t));
   size_t size = header & ~(size_t)CHUNK_FLAGS;
