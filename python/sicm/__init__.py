@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""libsicm for Python: numpy arrays in arenas bound to memory devices.
+
+A machine with several kinds of memory (DRAM, HBM, CXL or NVDIMM capacity
+memory) shows each as a NUMA node; libsicm calls each node's memory of one
+page size a *device*.  An *arena* is a heap bound to a device; numpy arrays
+created inside ``with arena:`` keep their data there (numpy's NEP 49
+allocator interface), and ``arena.move(device)`` moves every page of the
+arena at once while every array stays valid::
+
+    import numpy as np, sicm
+    hbm = sicm.best("bandwidth")
+    with sicm.Arena(hbm, name="solver") as arena:
+        a = np.zeros(1 << 20)
+    sicm.where(a)                  # {2: 2048}: pages per NUMA node
+    arena.move(sicm.best("capacity"))
+
+``with`` applies to the current context: the thread, or the asyncio task,
+that entered it (a new thread starts with numpy's default allocator).
+An array freed later, anywhere, goes back to its arena, and an arena is
+never destroyed while one of its arrays lives.
+
+``sicm.autoplace()`` starts libsicm's placer, which measures how often each
+arena's pages are referenced and keeps the hottest on the fast devices;
+with ``sites=True`` (or inside ``sicm.site_arenas()``) arrays of at least a
+threshold size go to one arena per Python source line that created them,
+named ``site:<file>:<line>`` in libsicm's statistics (``SICM_STATS``).
+
+Errors of the library are OSError with its errno (ENOMEM, EBUSY, ...);
+wrong types are TypeError, bad values ValueError.
+"""
+import os as _os
+
+import numpy as _np
+
+from . import _sicm
+from ._sicm import Arena, Device, SiteArenas
+
+__all__ = ["Arena", "Device", "SiteArenas", "Placer", "autoplace", "best", "device", "devices",
+           "site_arenas", "where"]
+__version__ = "0.1.0"
+
+_RANK = {"bandwidth": _sicm.RANK_BANDWIDTH, "latency": _sicm.RANK_LATENCY,
+         "capacity": _sicm.RANK_CAPACITY, "nearest": _sicm.RANK_NEAREST}
+
+# Frames in these directories are never a "site": numpy's own Python code
+# (np.ones, np.linspace, ...) and this package allocate for their caller.
+_SKIP = (_os.path.dirname(_np.__file__) + _os.sep, _os.path.dirname(__file__) + _os.sep)
+
+
+def devices():
+    """devices() -> list of Device
+
+    Every memory device: one per NUMA node with base pages, and one per
+    hugetlb page size with pages reserved on a node.  A Device has node,
+    kind ('dram', 'hbm', 'capacity', 'unknown'), page_size, capacity and
+    free (bytes, free now), has_cpus, huge, read_bandwidth (MB/s) and
+    read_latency (ns) (0: unknown)."""
+    return _sicm.devices()
+
+
+def device(node, page_size=0):
+    """device(node, page_size=0) -> Device
+
+    The device of NUMA node `node` with that page size (0: base pages).
+    OSError ENODEV when there is none."""
+    return _sicm.device(node, page_size)
+
+
+def best(by="bandwidth", initiator=None):
+    """best(by="bandwidth", initiator=None) -> Device
+
+    The device ranked first by "bandwidth" (highest), "latency" (lowest),
+    "capacity" (largest) or "nearest" (NUMA distance), seen from node
+    `initiator` (None: the node of the calling thread's CPU)."""
+    if by not in _RANK:
+        raise ValueError("by must be one of %s, not %r" % (", ".join(sorted(_RANK)), by))
+    return _sicm.best(_RANK[by], -1 if initiator is None else initiator)
+
+
+def where(array):
+    """where(array) -> {node: pages}
+
+    Pages per NUMA node of the memory an array's data spans (its base's
+    pages, for a view), as the kernel reports them now (move_pages(2)).
+    Pages never touched are not counted."""
+    if not isinstance(array, _np.ndarray):
+        raise TypeError("where() wants a numpy.ndarray, not %s" % type(array).__name__)
+    low, high = _np.byte_bounds(array)
+    return _sicm.pages(low, high)
+
+
+def site_arenas(device=None, threshold=64 << 10, skip=()):
+    """site_arenas(device=None, threshold=65536, skip=()) -> SiteArenas
+
+    A context manager: inside ``with sicm.site_arenas():`` every numpy array
+    of at least `threshold` bytes gets its data from one arena per Python
+    source line that created it — the innermost frame outside numpy, this
+    package and the path prefixes in `skip` — named ``site:<file>:<line>``
+    and bound to `device` (None: the DRAM of the calling thread's node).
+    Smaller arrays go to numpy's default allocator.  Its `arenas` lists the
+    arenas made so far."""
+    if device is None:
+        device = best("nearest")
+    return SiteArenas(device, threshold, _SKIP + tuple(skip))
+
+
+class Placer:
+    """The running placer (see autoplace()).  As a context manager, leaving
+    it stops the placer and, with sites, the per-line arenas' context."""
+
+    def __init__(self, sites):
+        self.sites = sites
+        self.running = True
+
+    def stop(self):
+        """Stop the placer (it finishes a move in progress); the arenas stay
+        where they are.  With sites, the handler that was current before
+        autoplace() is current again in the context that called it."""
+        if not self.running:
+            return
+        self.running = False
+        try:
+            if self.sites is not None:
+                _sicm.handler_pop()
+        finally:
+            _sicm.autoplace_stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def autoplace(fast=None, budget=0, interval=1.0, reserve=None, half_life=1, sites=False,
+              threshold=64 << 10, monitor_only=False):
+    """autoplace(fast=None, budget=0, interval=1.0, reserve=None, half_life=1,
+              sites=False, threshold=65536, monitor_only=False) -> Placer
+
+    Start libsicm's placer: a thread that every `interval` seconds measures
+    how often each arena's pages are referenced and moves the hottest onto
+    the `fast` device(s) (a Device or a list; None: the device ranked first
+    by bandwidth), within `budget` bytes (0: all the fast tier's free memory
+    less `reserve`, 64 MiB by default).  Every arena takes part; with
+    monitor_only=True it measures and never moves.  With sites=True, arrays of at least `threshold`
+    bytes created in the calling context from now on go to one arena per
+    source line (see site_arenas()).  OSError EBUSY if a placer already
+    runs (also one started by SICM_AUTOPLACE), ENOTSUP if the kernel does
+    not report referenced pages to this process."""
+    fast = [fast] if isinstance(fast, Device) else fast
+    if interval <= 0:
+        raise ValueError("interval must be positive (seconds)")
+    kw = dict(fast=fast, budget=budget, interval_ms=max(1, int(round(interval * 1000))),
+              half_life=half_life, monitor_only=monitor_only)
+    if reserve is not None:
+        kw["reserve"] = reserve
+    group = site_arenas(threshold=threshold) if sites else None
+    _sicm.autoplace_start(**kw)
+    if group is not None:
+        try:
+            group.__enter__()
+        except BaseException:
+            _sicm.autoplace_stop()
+            raise
+    return Placer(group)

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* sites.c: the SiteArenas type — a NEP 49 handler that puts every array of
+ * at least `threshold` bytes in one arena per Python source line that made
+ * it (the innermost frame outside numpy and sicm), so that the placer moves
+ * one line's arrays without the others'.  Smaller arrays, and any made
+ * without the GIL, go to numpy's default handler. */
+#include "sicm_py.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* One entry per (code object, line); line -1 marks a code object whose
+ * frames are skipped (numpy's own Python code, or a `skip` prefix).  The
+ * table holds a reference to each code object, so an address is never
+ * reused by another code object while it is a key. */
+typedef struct {
+  PyObject *code;
+  int line;
+  ArenaObject *arena;
+} site_slot;
+
+typedef struct {
+  PyObject_HEAD
+  sicm_device *dev;
+  size_t threshold;
+  PyObject *skip;     /* tuple of path prefixes */
+  site_slot *slots;   /* open addressing, capacity a power of two */
+  size_t cap, used;
+  PyObject *arenas;   /* list: the per-line arenas, oldest first */
+  atomic_long handlers;
+  atomic_long unplaced; /* large blocks no arena could take (given to numpy's default) */
+} SitesObject;
+
+static PyDataMemAllocator numpy_default; /* numpy's own handler: small blocks */
+
+static size_t slot_hash(PyObject *code, int line, size_t cap) {
+  uint64_t h = ((uint64_t)(uintptr_t)code >> 4) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(unsigned)line * 0xC2B2AE3D27D4EB4Full;
+  return (size_t)(h >> 17) & (cap - 1);
+}
+
+static site_slot *slot_find(SitesObject *s, PyObject *code, int line) {
+  for (size_t i = slot_hash(code, line, s->cap);; i = (i + 1) & (s->cap - 1)) {
+    site_slot *e = &s->slots[i];
+    if (!e->code || (e->code == code && e->line == line))
+      return e;
+  }
+}
+
+static int slots_grow(SitesObject *s) {
+  size_t cap = s->cap ? s->cap * 2 : 64;
+  site_slot *old = s->slots, *slots = PyMem_Calloc(cap, sizeof *slots);
+  if (!slots)
+    return -1;
+  size_t old_cap = s->cap;
+  s->slots = slots, s->cap = cap;
+  for (size_t i = 0; i < old_cap; i++)
+    if (old[i].code)
+      *slot_find(s, old[i].code, old[i].line) = old[i];
+  PyMem_Free(old);
+  return 0;
+}
+
+/* Adds an entry (the table takes a reference to code and arena). */
+static int slot_add(SitesObject *s, PyObject *code, int line, ArenaObject *arena) {
+  if ((s->used + 1) * 2 > s->cap && slots_grow(s) != 0)
+    return -1;
+  site_slot *e = slot_find(s, code, line);
+  if (e->code)
+    return 0;
+  *e = (site_slot){Py_NewRef(code), line, arena};
+  Py_XINCREF(arena);
+  s->used++;
+  return 0;
+}
+
+static int code_skipped(SitesObject *s, PyCodeObject *code) {
+  site_slot *e = slot_find(s, (PyObject *)code, -1);
+  if (e->code)
+    return 1;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(s->skip); i++) {
+    PyObject *prefix = PyTuple_GET_ITEM(s->skip, i);
+    if (PyUnicode_Tailmatch(code->co_filename, prefix, 0, PY_SSIZE_T_MAX, -1) == 1) {
+      slot_add(s, (PyObject *)code, -1, NULL);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* "site:<file>:<line>", the file name cut from the left to fit. */
+static void site_name(PyCodeObject *code, int line, char *out, size_t size) {
+  const char *path = PyUnicode_AsUTF8(code->co_filename);
+  if (!path) {
+    PyErr_Clear();
+    path = "?";
+  }
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  char tail[16];
+  int tail_len = snprintf(tail, sizeof tail, ":%d", line);
+  size_t room = size - 1 - strlen("site:") - (size_t)tail_len, len = strlen(base);
+  if (len > room)
+    base += len - room;
+  int n = snprintf(out, size, "site:%s%s", base, tail);
+  for (int i = 0; i < n && i < (int)size; i++) /* the library's names are printable ASCII */
+    if (out[i] < 0x20 || out[i] > 0x7e || out[i] == '"' || out[i] == '\\')
+      out[i] = '?';
+}
+
+static ArenaObject *site_make(SitesObject *s, PyCodeObject *code, int line) {
+  char name[SICM_ARENA_NAME_MAX];
+  site_name(code, line, name, sizeof name);
+  ArenaObject *a = sicm_py_arena_new(s->dev, 0, name);
+  if (!a)
+    return NULL;
+  a->owner = (PyObject *)s; /* borrowed: the SiteArenas outlives its arenas' use */
+  /* Making the object may have run the garbage collector and, through a
+   * finalizer, this handler: look again before adding. */
+  site_slot *e = slot_find(s, (PyObject *)code, line);
+  if (e->code) {
+    a->owner = NULL;
+    Py_DECREF(a);
+    return e->arena;
+  }
+  if (PyList_Append(s->arenas, (PyObject *)a) < 0 || slot_add(s, (PyObject *)code, line, a) < 0) {
+    Py_DECREF(a);
+    return NULL;
+  }
+  Py_DECREF(a); /* the list and the table hold it */
+  return a;
+}
+
+/* The arena of the line that is allocating; NULL: none (no Python frame
+ * outside the skipped files, or an arena could not be made). */
+static ArenaObject *site_arena(SitesObject *s) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  ArenaObject *arena = NULL;
+  PyFrameObject *f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f) {
+    PyCodeObject *code = PyFrame_GetCode(f);
+    if (!code_skipped(s, code)) {
+      int line = PyFrame_GetLineNumber(f);
+      site_slot *e = slot_find(s, (PyObject *)code, line);
+      arena = e->code ? e->arena : site_make(s, code, line);
+      Py_DECREF(code);
+      break;
+    }
+    Py_DECREF(code);
+    PyFrameObject *back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  PyErr_Clear(); /* an arena that could not be made: the block goes elsewhere */
+  PyErr_Restore(type, value, tb);
+  return arena;
+}
+
+static void *sites_malloc(void *ctx, size_t size) {
+  SitesObject *s = ctx;
+  if (size >= s->threshold && PyGILState_Check()) {
+    ArenaObject *a = site_arena(s);
+    if (a)
+      return sicm_arena_alloc(a->arena, size);
+    atomic_fetch_add_explicit(&s->unplaced, 1, memory_order_relaxed);
+  }
+  return numpy_default.malloc(numpy_default.ctx, size);
+}
+
+static void *sites_calloc(void *ctx, size_t nelem, size_t elsize) {
+  SitesObject *s = ctx;
+  size_t size;
+  if (!__builtin_mul_overflow(nelem, elsize, &size) && size >= s->threshold && PyGILState_Check()) {
+    ArenaObject *a = site_arena(s);
+    if (a)
+      return sicm_arena_calloc(a->arena, nelem, elsize);
+    atomic_fetch_add_explicit(&s->unplaced, 1, memory_order_relaxed);
+  }
+  return numpy_default.calloc(numpy_default.ctx, nelem, elsize);
+}
+
+/* A block stays with the allocator that made it. */
+static void *sites_realloc(void *ctx, void *ptr, size_t size) {
+  if (!ptr)
+    return sites_malloc(ctx, size);
+  if (sicm_arena_lookup(ptr))
+    return sicm_realloc(ptr, size ? size : 1);
+  return numpy_default.realloc(numpy_default.ctx, ptr, size);
+}
+
+static void sites_free(void *ctx, void *ptr, size_t size) {
+  (void)ctx;
+  if (ptr && sicm_arena_lookup(ptr))
+    sicm_free(ptr);
+  else
+    numpy_default.free(numpy_default.ctx, ptr, size);
+}
+
+static void sites_capsule_free(PyObject *capsule) {
+  PyDataMem_Handler *h = PyCapsule_GetPointer(capsule, "mem_handler");
+  SitesObject *s = h->allocator.ctx;
+  atomic_fetch_sub(&s->handlers, 1);
+  PyMem_RawFree(h);
+  Py_DECREF(s);
+}
+
+PyObject *sicm_py_sites_capsule(PyObject *sites) {
+  SitesObject *s = (SitesObject *)sites;
+  if (!numpy_default.malloc) {
+    PyDataMem_Handler *def = PyCapsule_GetPointer(PyDataMem_DefaultHandler, "mem_handler");
+    if (!def)
+      return NULL;
+    numpy_default = def->allocator;
+  }
+  PyDataMem_Handler *h = PyMem_RawCalloc(1, sizeof *h);
+  if (!h)
+    return PyErr_NoMemory();
+  snprintf(h->name, sizeof h->name, "sicm_sites");
+  h->version = 1;
+  h->allocator = (PyDataMemAllocator){s, sites_malloc, sites_calloc, sites_realloc, sites_free};
+  PyObject *capsule = PyCapsule_New(h, "mem_handler", sites_capsule_free);
+  if (!capsule) {
+    PyMem_RawFree(h);
+    return NULL;
+  }
+  Py_INCREF(s);
+  atomic_fetch_add(&s->handlers, 1);
+  return capsule;
+}
+
+/* ---- the SiteArenas type ---- */
+
+static PyObject *sites_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  static char *names[] = {"device", "threshold", "skip", NULL};
+  PyObject *device, *skip;
+  Py_ssize_t threshold;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OnO!:SiteArenas", names, &device, &threshold, &PyTuple_Type, &skip))
+    return NULL;
+  sicm_device *dev = sicm_py_device_arg(device, "device");
+  if (!dev)
+    return NULL;
+  if (threshold < 1) {
+    PyErr_SetString(PyExc_ValueError, "threshold must be at least 1 byte");
+    return NULL;
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(skip); i++)
+    if (!PyUnicode_Check(PyTuple_GET_ITEM(skip, i))) {
+      PyErr_SetString(PyExc_TypeError, "skip must hold path prefixes (str)");
+      return NULL;
+    }
+  SitesObject *s = (SitesObject *)type->tp_alloc(type, 0);
+  if (!s)
+    return NULL;
+  s->dev = dev;
+  s->threshold = (size_t)threshold;
+  s->skip = Py_NewRef(skip);
+  s->arenas = PyList_New(0);
+  if (!s->arenas || slots_grow(s) != 0) {
+    Py_DECREF(s);
+    return NULL;
+  }
+  return (PyObject *)s;
+}
+
+static void sites_dealloc(SitesObject *s) {
+  for (size_t i = 0; i < s->cap; i++) {
+    Py_XDECREF(s->slots[i].code);
+    Py_XDECREF(s->slots[i].arena);
+  }
+  PyMem_Free(s->slots);
+  if (s->arenas)
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(s->arenas); i++)
+      ((ArenaObject *)PyList_GET_ITEM(s->arenas, i))->owner = NULL;
+  Py_XDECREF(s->arenas);
+  Py_XDECREF(s->skip);
+  Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyObject *sites_enter(PyObject *self, PyObject *unused) {
+  (void)unused;
+  return sicm_py_enter(self, sicm_py_sites_capsule(self));
+}
+
+static PyObject *sites_get_arenas(SitesObject *s, void *unused) {
+  (void)unused;
+  return PyList_GetSlice(s->arenas, 0, PY_SSIZE_T_MAX);
+}
+
+static PyObject *sites_get_threshold(SitesObject *s, void *unused) {
+  (void)unused;
+  return PyLong_FromSize_t(s->threshold);
+}
+
+static PyObject *sites_get_unplaced(SitesObject *s, void *unused) {
+  (void)unused;
+  return PyLong_FromLong(atomic_load(&s->unplaced));
+}
+
+static PyObject *sites_get_device(SitesObject *s, void *unused) {
+  (void)unused;
+  return sicm_py_device_new(s->dev);
+}
+
+static PyMethodDef sites_methods[] = {{"__enter__", sites_enter, METH_NOARGS, NULL},
+                                      {"__exit__", sicm_py_exit, METH_VARARGS, NULL},
+                                      {NULL}};
+
+static PyGetSetDef sites_getset[] = {
+    {"arenas", (getter)sites_get_arenas, NULL, "the per-line arenas made so far, oldest first", NULL},
+    {"threshold", (getter)sites_get_threshold, NULL, "smallest array (bytes) put in a per-line arena", NULL},
+    {"unplaced", (getter)sites_get_unplaced, NULL,
+     "arrays above the threshold that no per-line arena could take (numpy's default allocator got them)", NULL},
+    {"device", (getter)sites_get_device, NULL, "the device new per-line arenas are bound to", NULL},
+    {NULL}};
+
+PyTypeObject sicm_py_SiteArenasType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sicm.SiteArenas",
+    .tp_basicsize = sizeof(SitesObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Per-line arenas (made by sicm.site_arenas()).",
+    .tp_new = sites_tp_new,
+    .tp_dealloc = (destructor)sites_dealloc,
+    .tp_methods = sites_methods,
+    .tp_getset = sites_getset,
+};
