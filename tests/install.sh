@@ -44,9 +44,12 @@ trap 'rm -rf "$work"' EXIT
 home="$work/home"
 je="$work/$(basename "$jemalloc")"
 prefix="$home/sicm"
-echo "install: [2/4] as $user: configure --prefix=$prefix --with-jemalloc-source=$(basename "$jemalloc"), make, make install"
+# The Python package too, where Debian's python3 has numpy.
+python=""
+/usr/bin/python3 -c 'import numpy, setuptools, pip' 2>/dev/null && python="--enable-python PYTHON_NUMPY=/usr/bin/python3"
+echo "install: [2/4] as $user: configure --prefix=$prefix --with-jemalloc-source=$(basename "$jemalloc") $python, make, make install"
 run "set -e; mkdir -p '$home'; cd '$work'; tar xzf '$(basename "$tarball")'; cd libsicm-*/
-  ./configure --quiet --prefix='$prefix' --with-jemalloc-source='$je' > '$work/configure.log' 2>&1
+  ./configure --quiet --prefix='$prefix' --with-jemalloc-source='$je' $python > '$work/configure.log' 2>&1
   make -j$(nproc) > '$work/make.log' 2>&1
   make install > '$work/install.log' 2>&1" || {
   tail -n 30 "$work"/configure.log "$work"/make.log "$work"/install.log 2>/dev/null; exit 1; }
@@ -83,6 +86,13 @@ for flavour in openmpi mpich; do
        -Wl,-rpath,'$prefix/lib' && HYDRA_LAUNCHER=fork OMPI_MCA_plm_rsh_agent= \
        timeout 60 '$launcher' -np 1 ./mpi_$flavour"
 done
+if [ -n "$python" ]; then
+  check "Python: import sicm from the install, an array in an arena" \
+    "PYTHONPATH=\$(echo '$prefix'/lib/python3*/site-packages) /usr/bin/python3 -c 'import numpy as np, sicm
+with sicm.Arena(sicm.best(\"nearest\"), name=\"installed\") as a:
+    x = np.arange(1000)
+assert np.core.multiarray.get_handler_name(x) == \"sicm_arena:installed\" and x.sum() == 499500'"
+fi
 check "dlopen of the installed libsicm.so" \
   "cc -DSICM_PRIVATE_JEMALLOC -I'$prefix/include' -o dl test_dlopen.c -ldl && ./dl '$prefix/lib'"
 echo "install: [4/4] a CMake project with find_package(sicm)"
