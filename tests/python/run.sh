@@ -38,7 +38,10 @@ if [ -n "$preload" ]; then
   export LD_PRELOAD=$preload
   export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 fi
-cd "$out"
+# Tests run in a directory of their own: numpy's write and compile files there.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
 pytest() { "$python" -m pytest -p no:cacheprovider -q "$@"; }
 case $mode in
 api) pytest "$src/tests/python/test_sicm.py" ;;
