@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "arena_je.h"
@@ -190,7 +191,34 @@ void *sc_je_alloc_miss(sc_arena *a, sc_thread_cache *cache, size_t sz) {
   return alloc_result(p, a, sz);
 }
 
+/* calloc's zeroing.  A block comes from the same caches as any other and
+ * is zeroed here: written below SC_ZERO_BY_DROP_MIN, and above it by
+ * dropping its whole pages (MADV_DONTNEED: the next touch maps a zero page,
+ * under the arena's binding), as glibc's calloc hands out fresh mappings for
+ * large blocks.  jemalloc's MALLOCX_ZERO would write every byte of a reused
+ * block, which costs more than the program's own first touch of it. */
+#define SC_ZERO_BY_DROP_MIN ((size_t)1 << 20)
+
+static void zero_block(void *p, size_t sz) {
+  if (sz < SC_ZERO_BY_DROP_MIN) {
+    memset(p, 0, sz);
+    return;
+  }
+  uintptr_t page = sc_page_size(), start = (uintptr_t)p, end = start + sz;
+  uintptr_t lo = (start + page - 1) & ~(page - 1), hi = end & ~(page - 1);
+  memset(p, 0, lo - start);
+  memset((void *)hi, 0, end - hi);
+  if (madvise((void *)lo, hi - lo, MADV_DONTNEED) != 0)
+    memset((void *)lo, 0, hi - lo);
+}
+
 static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t align, int zero) {
+  if (zero && align == 0) {
+    void *p = private_alloc(a, generation, sz, 0, 0);
+    if (p != NULL)
+      zero_block(p, sz);
+    return p;
+  }
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);
   if (align == 0 && !zero && sz - 1 < sc_je_size_classes.max && cache != NULL) {
     sc_bin *bin = &cache->bins[sc_size_class(sz)];

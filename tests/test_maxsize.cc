@@ -21,6 +21,30 @@ class Maxsize : public sicm_test::LocalDevice {};
 // The same fixture for the long runs of `make check-stress`.
 class MaxsizeStress : public Maxsize {};
 
+// A bounded arena reuses what was freed; calloc zeroes it at every size,
+// the large ones by dropping their whole pages (a write to the edges, a
+// fresh zero page on the next touch), and stays within maxsize.
+TEST_F(Maxsize, CallocZeroesReusedMemoryAtEverySize) {
+  sicm_arena a = sicm_arena_create(32 << 20, dev_);
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  for (size_t sz : {(size_t)100, (size_t)4096 + 7, (size_t)(64 << 10) + 3, (size_t)1 << 20,
+                    (size_t)(1 << 20) + 4097, (size_t)(8 << 20) + 5}) {
+    for (int round = 0; round < 3; round++) {
+      unsigned char *dirty = (unsigned char *)sicm_arena_alloc(a, sz);
+      ASSERT_NE(nullptr, dirty) << sicm_error_detail();
+      memset(dirty, 0xa5, sz);
+      sicm_free(dirty);
+      unsigned char *z = (unsigned char *)sicm_arena_calloc(a, 1, sz);
+      ASSERT_NE(nullptr, z) << sicm_error_detail();
+      EXPECT_EQ(z + sz, std::find_if(z, z + sz, [](unsigned char c) { return c != 0; })) << sz;
+      memset(z, 0xa5, sz);
+      sicm_free(z);
+    }
+    EXPECT_LE(sicm_arena_size(a), (size_t)32 << 20);
+  }
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
 // The allocator's metadata lives outside the arena's devices: a new arena
 // holds nothing, and a small maxsize bounds the data alone.
 TEST_F(Maxsize, CountsDataNotMetadata) {
