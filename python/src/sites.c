@@ -7,15 +7,24 @@
 #include "sicm_py.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
-/* One entry per (code object, line); line -1 marks a code object whose
- * frames are skipped (numpy's own Python code, or a `skip` prefix).  The
- * table holds a reference to each code object, so an address is never
- * reused by another code object while it is a key. */
+/* Entries keyed by (code object, key): the arena of an instruction
+ * (KEY_INSTR: what a lookup finds without computing the line, which costs
+ * a walk of the code's line table), the arena of a line (KEY_LINE: what the
+ * instructions of one line share), and whether the code's frames are
+ * skipped (numpy's own Python code, or a `skip` prefix) or kept, so that a
+ * file name is compared once.  The table holds a reference to each code
+ * object, so an address is never reused by another code object while it
+ * is a key. */
+#define KEY_INSTR(offset) (2 * (long long)(offset))
+#define KEY_LINE(line) (2 * (long long)(line) + 1)
+#define KEY_SKIPPED LLONG_MIN
+#define KEY_KEPT (LLONG_MIN + 1)
 typedef struct {
   PyObject *code;
-  int line;
+  long long key;
   ArenaObject *arena;
 } site_slot;
 
@@ -33,15 +42,15 @@ typedef struct {
 
 static PyDataMemAllocator numpy_default; /* numpy's own handler: small blocks */
 
-static size_t slot_hash(PyObject *code, int line, size_t cap) {
-  uint64_t h = ((uint64_t)(uintptr_t)code >> 4) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(unsigned)line * 0xC2B2AE3D27D4EB4Full;
+static size_t slot_hash(PyObject *code, long long key, size_t cap) {
+  uint64_t h = ((uint64_t)(uintptr_t)code >> 4) * 0x9E3779B97F4A7C15ull ^ (uint64_t)key * 0xC2B2AE3D27D4EB4Full;
   return (size_t)(h >> 17) & (cap - 1);
 }
 
-static site_slot *slot_find(SitesObject *s, PyObject *code, int line) {
-  for (size_t i = slot_hash(code, line, s->cap);; i = (i + 1) & (s->cap - 1)) {
+static site_slot *slot_find(SitesObject *s, PyObject *code, long long key) {
+  for (size_t i = slot_hash(code, key, s->cap);; i = (i + 1) & (s->cap - 1)) {
     site_slot *e = &s->slots[i];
-    if (!e->code || (e->code == code && e->line == line))
+    if (!e->code || (e->code == code && e->key == key))
       return e;
   }
 }
@@ -55,36 +64,34 @@ static int slots_grow(SitesObject *s) {
   s->slots = slots, s->cap = cap;
   for (size_t i = 0; i < old_cap; i++)
     if (old[i].code)
-      *slot_find(s, old[i].code, old[i].line) = old[i];
+      *slot_find(s, old[i].code, old[i].key) = old[i];
   PyMem_Free(old);
   return 0;
 }
 
 /* Adds an entry (the table takes a reference to code and arena). */
-static int slot_add(SitesObject *s, PyObject *code, int line, ArenaObject *arena) {
+static int slot_add(SitesObject *s, PyObject *code, long long key, ArenaObject *arena) {
   if ((s->used + 1) * 2 > s->cap && slots_grow(s) != 0)
     return -1;
-  site_slot *e = slot_find(s, code, line);
+  site_slot *e = slot_find(s, code, key);
   if (e->code)
     return 0;
-  *e = (site_slot){Py_NewRef(code), line, arena};
+  *e = (site_slot){Py_NewRef(code), key, arena};
   Py_XINCREF(arena);
   s->used++;
   return 0;
 }
 
 static int code_skipped(SitesObject *s, PyCodeObject *code) {
-  site_slot *e = slot_find(s, (PyObject *)code, -1);
-  if (e->code)
+  if (slot_find(s, (PyObject *)code, KEY_KEPT)->code)
+    return 0;
+  if (slot_find(s, (PyObject *)code, KEY_SKIPPED)->code)
     return 1;
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(s->skip); i++) {
-    PyObject *prefix = PyTuple_GET_ITEM(s->skip, i);
-    if (PyUnicode_Tailmatch(code->co_filename, prefix, 0, PY_SSIZE_T_MAX, -1) == 1) {
-      slot_add(s, (PyObject *)code, -1, NULL);
-      return 1;
-    }
-  }
-  return 0;
+  int skipped = 0;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(s->skip) && !skipped; i++)
+    skipped = PyUnicode_Tailmatch(code->co_filename, PyTuple_GET_ITEM(s->skip, i), 0, PY_SSIZE_T_MAX, -1) == 1;
+  slot_add(s, (PyObject *)code, skipped ? KEY_SKIPPED : KEY_KEPT, NULL);
+  return skipped;
 }
 
 /* "site:<file>:<line>", the file name cut from the left to fit. */
@@ -115,13 +122,13 @@ static ArenaObject *site_make(SitesObject *s, PyCodeObject *code, int line) {
   a->owner = (PyObject *)s; /* borrowed: the SiteArenas outlives its arenas' use */
   /* Making the object may have run the garbage collector and, through a
    * finalizer, this handler: look again before adding. */
-  site_slot *e = slot_find(s, (PyObject *)code, line);
+  site_slot *e = slot_find(s, (PyObject *)code, KEY_LINE(line));
   if (e->code) {
     a->owner = NULL;
     Py_DECREF(a);
     return e->arena;
   }
-  if (PyList_Append(s->arenas, (PyObject *)a) < 0 || slot_add(s, (PyObject *)code, line, a) < 0) {
+  if (PyList_Append(s->arenas, (PyObject *)a) < 0 || slot_add(s, (PyObject *)code, KEY_LINE(line), a) < 0) {
     Py_DECREF(a);
     return NULL;
   }
@@ -130,19 +137,35 @@ static ArenaObject *site_make(SitesObject *s, PyCodeObject *code, int line) {
 }
 
 /* The arena of the line that is allocating; NULL: none (no Python frame
- * outside the skipped files, or an arena could not be made). */
+ * outside the skipped files, or an arena could not be made).  The common
+ * case is one lookup: the innermost frame's instruction, seen before. */
 static ArenaObject *site_arena(SitesObject *s) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
   ArenaObject *arena = NULL;
   PyFrameObject *f = PyEval_GetFrame();
   Py_XINCREF(f);
   while (f) {
     PyCodeObject *code = PyFrame_GetCode(f);
+    long long instr = KEY_INSTR(PyFrame_GetLasti(f));
+    site_slot *e = slot_find(s, (PyObject *)code, instr);
+    if (e->code) {
+      arena = e->arena;
+      Py_DECREF(code);
+      break;
+    }
     if (!code_skipped(s, code)) {
       int line = PyFrame_GetLineNumber(f);
-      site_slot *e = slot_find(s, (PyObject *)code, line);
-      arena = e->code ? e->arena : site_make(s, code, line);
+      site_slot *l = slot_find(s, (PyObject *)code, KEY_LINE(line));
+      if (l->code) {
+        arena = l->arena;
+      } else { /* an arena that cannot be made: the block goes elsewhere */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        arena = site_make(s, code, line);
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+      }
+      if (arena)
+        slot_add(s, (PyObject *)code, instr, arena);
       Py_DECREF(code);
       break;
     }
@@ -152,8 +175,6 @@ static ArenaObject *site_arena(SitesObject *s) {
     f = back;
   }
   Py_XDECREF(f);
-  PyErr_Clear(); /* an arena that could not be made: the block goes elsewhere */
-  PyErr_Restore(type, value, tb);
   return arena;
 }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # run.sh MODE: the Python package `sicm` (python/), built against this
-# build tree's libsicm into $build/python, then
+# build tree's libsicm into $build/python-build/lib (MODE build: only that),
+# then
 #   api    its own tests (tests/python/test_sicm.py), on the host;
 #   numpy  numpy's own test suite with every array of the test process in a
 #          libsicm arena (tests/python/numpy_in_arena.py), `quick` a subset
@@ -10,7 +11,7 @@
 # Debian's python3 with python3-numpy, -pytest and -hypothesis; exit 77
 # (skip) without them unless SICM_PYTHON_REQUIRED=1.
 set -u
-mode=${1:?usage: run.sh api|numpy-quick|numpy-full|guest}
+mode=${1:?usage: run.sh build|api|numpy-quick|numpy-full|guest}
 src=${SICM_TOP_SRCDIR:?}
 b=${SICM_TOP_BUILDDIR:?}
 python=${SICM_PYTHON:-/usr/bin/python3}
@@ -30,6 +31,7 @@ mkdir -p "$out"
       "$python" setup.py -q build_ext --build-lib "$out/lib" --build-temp "$out/tmp" >"$out/build.log" 2>&1 &&
     cp -r sicm/__init__.py "$out/lib/sicm/"
 ) 9>"$out/.lock" || { cat "$out/build.log"; echo "FAIL: the extension did not build"; exit 1; }
+[ "$mode" = build ] && exit 0
 export PYTHONPATH=$out/lib:$src/tests/python
 export PYTHONDONTWRITEBYTECODE=1
 # A sanitizer build of libsicm needs its runtimes loaded first.
