@@ -92,6 +92,10 @@ if [ -n "$python" ]; then
 with sicm.Arena(sicm.best(\"nearest\"), name=\"installed\") as a:
     x = np.arange(1000)
 assert np.core.multiarray.get_handler_name(x) == \"sicm_arena:installed\" and x.sum() == 499500'"
+  check "Python: pip install --no-build-isolation of the tarball's python/, found by pkg-config" \
+    "cp -R libsicm-*/python pkg && /usr/bin/python3 -m pip install -q --no-build-isolation --no-deps --no-index \
+       --no-cache-dir --disable-pip-version-check --target='$work/pip' ./pkg && cd / && \
+     PYTHONPATH='$work/pip' /usr/bin/python3 -c 'import sicm; assert sicm.devices()'"
 fi
 check "dlopen of the installed libsicm.so" \
   "cc -DSICM_PRIVATE_JEMALLOC -I'$prefix/include' -o dl test_dlopen.c -ldl && ./dl '$prefix/lib'"
