@@ -348,7 +348,44 @@ static void default_kind_follows_the_memory_policy(const char *self) {
         WEXITSTATUS(status) == 0);
 }
 
+/* memkind leaves errno alone when an allocation succeeds, the first of a
+ * process (which starts the library and makes the kind's arena) included:
+ * checked in a fresh process. */
+static void first_allocations_leave_errno_alone(void) {
+  memkind_t kinds[] = {MEMKIND_DEFAULT, MEMKIND_HBW_PREFERRED, MEMKIND_HIGHEST_CAPACITY,
+                       MEMKIND_INTERLEAVE, MEMKIND_REGULAR};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    errno = 0;
+    void *p = memkind_malloc(kinds[k], 100);
+    CHECK(p != NULL && errno == 0);
+    memkind_free(kinds[k], p);
+    errno = 0;
+    p = memkind_calloc(kinds[k], 1, 3 << 20);
+    CHECK(p != NULL && errno == 0);
+    memkind_free(NULL, p);
+  }
+  errno = 0;
+  void *h = hbw_malloc(100);
+  CHECK(h != NULL && errno == 0);
+  hbw_free(h);
+}
+
+static void in_a_fresh_process(const char *self, const char *mode) {
+  pid_t child = fork();
+  if (child == 0) {
+    execl(self, self, mode, (char *)NULL);
+    _exit(3);
+  }
+  int status = -1;
+  CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+        WEXITSTATUS(status) == 0);
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--first-allocations") == 0) {
+    first_allocations_leave_errno_alone();
+    return failures ? 1 : 0;
+  }
   if (argc == 2 && strcmp(argv[1], "--default-kind-only") == 0) {
     default_kind_follows_the_memory_policy(argv[0]);
     return failures ? 1 : 0;
@@ -364,6 +401,7 @@ int main(int argc, char **argv) {
     printf("test_memkind --fork-during-first-allocations: %s\n", failures ? "FAILED" : "passed");
     return failures ? 1 : 0;
   }
+  in_a_fresh_process(argv[0], "--first-allocations");
   every_working_kind_allocates_frees_and_is_detected();
   default_kind_follows_the_memory_policy(argv[0]);
   realloc_moves_memory_between_kinds();

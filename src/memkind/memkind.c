@@ -175,7 +175,11 @@ static inline memkind_t known_kind(sicm_arena arena) {
  * NULL with errno ENOMEM when the kind has no device and cannot fall back. */
 static sicm_arena kind_arena_make(memkind_t k, int node);
 
+/* A kind's first allocation makes its arena; what that leaves in errno
+ * (files it looked for, and the like) is not the caller's: memkind leaves
+ * errno alone when an allocation succeeds. */
 static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
+  int saved_errno = errno;
   if (!mk_ready() || k->memory == MEM_HUGETLB) {
     errno = ENOMEM;
     return NULL;
@@ -193,6 +197,8 @@ static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
     arena = kind_arena_make(k, node);
   if (arena != NULL && by_cpu && cpu < MK_FAST_CPUS)
     __atomic_store_n(&mk_fast.arena[cpu][k - kinds], arena, __ATOMIC_RELEASE);
+  if (arena != NULL)
+    errno = saved_errno;
   return arena;
 }
 

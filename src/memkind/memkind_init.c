@@ -12,6 +12,7 @@
  * (libsicm's own locks have its fork handlers; pthread_once restarts in a
  * child). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <numa.h>
 #include <numaif.h>
@@ -65,9 +66,13 @@ static void mk_init(void) {
   __atomic_store_n(&sicm_ready, 1, __ATOMIC_RELEASE);
 }
 
+/* The start-up reads files that may not exist; what it leaves in errno is
+ * not the caller's (memkind's calls leave errno alone when they succeed). */
 int mk_ready(void) {
   if (__atomic_load_n(&sicm_ready, __ATOMIC_ACQUIRE))
     return 1;
+  int saved_errno = errno;
   pthread_once(&init_once, mk_init);
+  errno = saved_errno;
   return sicm_ready;
 }
