@@ -346,7 +346,8 @@ SICM_API void *sicm_arena_alloc(sicm_arena sa, size_t sz);
 SICM_API void *sicm_arena_aligned_alloc(sicm_arena sa, size_t alignment, size_t sz);
 
 /* As sicm_arena_alloc() for n * sz zeroed bytes; ENOMEM when n * sz
- * overflows, EINVAL when it is 0. */
+ * overflows, EINVAL when it is 0.  From 1 MiB, whole pages are zeroed by
+ * dropping them (a zero page on the arena's devices at first touch). */
 SICM_API void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz);
 
 /* Resize `ptr` within the arena it belongs to (contents kept up to the
