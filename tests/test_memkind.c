@@ -16,9 +16,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <numa.h>
+
 #include "c_check.h"
 #include "hbwmalloc.h"
 #include "memkind.h"
+
+static void append_text(void *out, const char *text) {
+  strncat((char *)out, text, 8191 - strlen((char *)out));
+}
 
 static void every_working_kind_allocates_frees_and_is_detected(void) {
   memkind_t always[] = {MEMKIND_DEFAULT, MEMKIND_REGULAR, MEMKIND_INTERLEAVE,
@@ -31,8 +37,7 @@ static void every_working_kind_allocates_frees_and_is_detected(void) {
       continue;
     memset(p, 0x5a, 1000);
     CHECK(memkind_malloc_usable_size(always[k], p) >= 1000);
-    if (always[k] != MEMKIND_REGULAR) /* REGULAR and DEFAULT share the process heap */
-      CHECK(memkind_detect_kind(p) == always[k]);
+    CHECK(memkind_detect_kind(p) == always[k]); /* the heap's blocks are REGULAR's here */
     char *q = memkind_realloc(NULL, p, 5000); /* kind detected */
     CHECK(q != NULL && q[999] == 0x5a);
     memkind_free(NULL, q);
@@ -143,6 +148,9 @@ static void hbw_policy_is_set_once_before_allocating(void) {
   CHECK(hbw_verify_memory_region(NULL, 64, 0) == EINVAL);
   char stack_byte = 0;
   CHECK(hbw_verify_memory_region(&stack_byte, 0, 0) == EINVAL);
+  void *untouched = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(untouched != MAP_FAILED && hbw_verify_memory_region(untouched, 4096, 0) == -1);
+  munmap(untouched, 4096);
   CHECK(hbw_verify_memory_region(&stack_byte, 1, 0x80) == EINVAL);
   CHECK(hbw_malloc(0) == NULL);
   /* With HBM or without (then from the local node, preferred), it works. */
@@ -348,6 +356,69 @@ static void default_kind_follows_the_memory_policy(const char *self) {
         WEXITSTATUS(status) == 0);
 }
 
+/* memkind 1.14's calls about kinds: the version, kinds by capabilities and
+ * by partition, capacities, statistics. */
+static void kinds_by_capability_capacity_and_statistics(void) {
+  CHECK(memkind_get_version() == 1014000);
+  memkind_t k = NULL;
+  CHECK(memkind_create_kind(MEMKIND_MEMTYPE_DEFAULT, MEMKIND_POLICY_PREFERRED_LOCAL, 0, &k) == 0 &&
+        k == MEMKIND_DEFAULT);
+  CHECK(memkind_create_kind(MEMKIND_MEMTYPE_DEFAULT | MEMKIND_MEMTYPE_HIGH_BANDWIDTH,
+                            MEMKIND_POLICY_INTERLEAVE_ALL, 0, &k) == 0 &&
+        k == MEMKIND_INTERLEAVE);
+  int hbm = hbw_check_available() == 0;
+  CHECK(memkind_create_kind(MEMKIND_MEMTYPE_HIGH_BANDWIDTH, MEMKIND_POLICY_BIND_LOCAL, 0, &k) ==
+        (hbm ? 0 : MEMKIND_ERROR_MEMTYPE_NOT_AVAILABLE));
+  CHECK(memkind_create_kind(MEMKIND_MEMTYPE_HIGH_BANDWIDTH, MEMKIND_POLICY_PREFERRED_LOCAL, 0, &k) == 0 &&
+        k == (hbm ? MEMKIND_HBW_PREFERRED : MEMKIND_DEFAULT));
+  CHECK(memkind_destroy_kind(k) == 0);
+  void *after = memkind_malloc(k, 64); /* kinds outlive destroy */
+  CHECK(after != NULL);
+  memkind_free(k, after);
+  CHECK(memkind_create_kind(MEMKIND_MEMTYPE_DEFAULT, MEMKIND_POLICY_BIND_LOCAL, 0, &k) ==
+        MEMKIND_ERROR_INVALID); /* not a combination memkind supports */
+  CHECK(memkind_create_kind((memkind_memtype_t)0, MEMKIND_POLICY_BIND_LOCAL, 0, &k) == MEMKIND_ERROR_INVALID);
+  CHECK(memkind_create_kind((memkind_memtype_t)4, MEMKIND_POLICY_BIND_LOCAL, 0, &k) == MEMKIND_ERROR_INVALID);
+  CHECK(memkind_create_kind(MEMKIND_MEMTYPE_DEFAULT, MEMKIND_POLICY_MAX_VALUE, 0, &k) == MEMKIND_ERROR_INVALID);
+  CHECK(memkind_create_kind(MEMKIND_MEMTYPE_DEFAULT, MEMKIND_POLICY_PREFERRED_LOCAL, (memkind_bits_t)1, &k) ==
+        MEMKIND_ERROR_INVALID);
+  CHECK(memkind_create_kind(MEMKIND_MEMTYPE_DEFAULT, MEMKIND_POLICY_PREFERRED_LOCAL, 0, NULL) ==
+        MEMKIND_ERROR_INVALID);
+  CHECK(memkind_destroy_kind((memkind_t)&k) == MEMKIND_ERROR_INVALID);
+  CHECK(memkind_get_kind_by_partition(MEMKIND_PARTITION_REGULAR, &k) == 0 && k == MEMKIND_REGULAR);
+  CHECK(memkind_get_kind_by_partition(MEMKIND_PARTITION_HBW_ALL_HUGETLB, &k) == 0 &&
+        k == MEMKIND_HBW_ALL_HUGETLB);
+  CHECK(memkind_get_kind_by_partition(MEMKIND_NUM_BASE_KIND, &k) == MEMKIND_ERROR_UNAVAILABLE);
+  CHECK(memkind_get_kind_by_partition(0, NULL) == MEMKIND_ERROR_UNAVAILABLE);
+  CHECK(memkind_check_available(MEMKIND_HBW_ALL_HUGETLB) == MEMKIND_ERROR_HUGETLB);
+  long long nodes = 0;
+  for (int node = 0; node <= numa_max_node(); node++)
+    nodes += numa_node_size64(node, NULL) > 0 ? numa_node_size64(node, NULL) : 0;
+  CHECK(memkind_get_capacity(MEMKIND_DEFAULT) == (ssize_t)nodes);
+  CHECK(memkind_get_capacity(MEMKIND_HIGHEST_CAPACITY) > 0);
+  CHECK(memkind_get_capacity(MEMKIND_HBW_PREFERRED) == -1 && memkind_get_capacity(MEMKIND_HUGETLB) == -1);
+  CHECK(memkind_get_capacity((memkind_t)&k) == -1);
+  /* Statistics: what a kind's arenas hold, as of the last update. */
+  void *big = memkind_malloc(MEMKIND_INTERLEAVE, 10 << 20);
+  CHECK(big != NULL);
+  size_t allocated = 0, resident = 0, total = 0;
+  CHECK(memkind_update_cached_stats() == 0);
+  CHECK(memkind_get_stat(MEMKIND_INTERLEAVE, MEMKIND_STAT_TYPE_ALLOCATED, &allocated) == 0 &&
+        allocated >= 10 << 20);
+  CHECK(memkind_get_stat(MEMKIND_INTERLEAVE, MEMKIND_STAT_TYPE_RESIDENT, &resident) == 0);
+  CHECK(memkind_get_stat(NULL, MEMKIND_STAT_TYPE_ALLOCATED, &total) == 0 && total >= allocated);
+  CHECK(memkind_get_stat(MEMKIND_INTERLEAVE, MEMKIND_STAT_TYPE_MAX_VALUE, &total) == MEMKIND_ERROR_INVALID);
+  CHECK(memkind_get_stat(MEMKIND_INTERLEAVE, MEMKIND_STAT_TYPE_ACTIVE, NULL) == MEMKIND_ERROR_INVALID);
+  memkind_free(MEMKIND_INTERLEAVE, big);
+  char text[8192] = "";
+  CHECK(memkind_stats_print(append_text, text, MEMKIND_STAT_PRINT_JSON_FORMAT) == 0);
+  CHECK(strstr(text, "\"name\": \"memkind_interleave\"") != NULL && strstr(text, "\"total\"") != NULL);
+  text[0] = '\0';
+  CHECK(memkind_stats_print(append_text, text, MEMKIND_STAT_PRINT_OMIT_GENERAL) == 0);
+  CHECK(strstr(text, "memkind_interleave") != NULL && strstr(text, "total") == NULL);
+  CHECK(memkind_stats_print(append_text, text, (memkind_stat_print_opt)(1u << 9)) == MEMKIND_ERROR_INVALID);
+}
+
 /* memkind leaves errno alone when an allocation succeeds, the first of a
  * process (which starts the library and makes the kind's arena) included:
  * checked in a fresh process. */
@@ -408,6 +479,7 @@ int main(int argc, char **argv) {
   bad_input_is_refused_without_harm();
   detected_free_leaves_foreign_pointers_alone();
   hbw_policy_is_set_once_before_allocating();
+  kinds_by_capability_capacity_and_statistics();
   memalign_of_size_zero_is_null_and_success();
   aligned_and_zeroed_blocks_of_every_small_size();
   forked_children_use_kinds_while_a_thread_works();

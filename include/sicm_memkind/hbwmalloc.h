@@ -38,15 +38,17 @@ SICM_MEMKIND_API int hbw_set_policy(hbw_policy_t mode);
 SICM_MEMKIND_API int hbw_check_available(void);
 /* 0 when every page of [addr, addr + size) is on high-bandwidth memory
  * (HBW_TOUCH_PAGES: touch each page first, keeping its contents), -1 when
- * one is not, EINVAL for a NULL addr, a size of 0 or unknown flags, EFAULT
- * when a page cannot be checked (not in memory). */
+ * one is not (a page never touched is not), EINVAL for a NULL addr, a size
+ * of 0 or unknown flags, EFAULT when the kernel cannot say (move_pages(2)
+ * failed). */
 SICM_MEMKIND_API int hbw_verify_memory_region(void *addr, size_t size, int flags);
 SICM_MEMKIND_API void *hbw_malloc(size_t size);
 SICM_MEMKIND_API void *hbw_calloc(size_t num, size_t size);
 /* 0, ENOMEM, or EINVAL (alignment not a power of two multiple of
  * sizeof(void *)). */
 SICM_MEMKIND_API int hbw_posix_memalign(void **memptr, size_t alignment, size_t size);
-/* As hbw_posix_memalign, in pages of `pagesize`; EINVAL for 1 GiB pages. */
+/* As hbw_posix_memalign, in pages of `pagesize`; EINVAL for 1 GiB pages,
+ * and for 2 MiB pages under HBW_POLICY_INTERLEAVE (as memkind). */
 SICM_MEMKIND_API int hbw_posix_memalign_psize(void **memptr, size_t alignment, size_t size,
                                               hbw_pagesize_t pagesize);
 SICM_MEMKIND_API void *hbw_realloc(void *ptr, size_t size);

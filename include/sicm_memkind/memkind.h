@@ -8,9 +8,9 @@
  * found from the firmware's memory attributes (HMAT), or from
  * MEMKIND_HBW_NODES (a node list such as "2" or "2-3") when set.
  *
- * Binary-compatible with memkind 1.x for what it declares: the same kinds,
- * error values and signatures.  memkind's other calls (memkind_create_kind,
- * PMEM and fixed kinds, statistics) are not provided.
+ * Binary-compatible with memkind 1.14 for what it declares: the same kinds,
+ * types, error values and signatures.  memkind's file-backed (PMEM) and
+ * fixed kinds are not provided yet.
  *
  * Allocation calls return NULL with errno ENOMEM when the kind has no room
  * or no device (a size of 0 returns NULL, as in memkind); memkind_free and
@@ -18,6 +18,7 @@
 #ifndef SICM_MEMKIND_H
 #define SICM_MEMKIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -29,7 +30,29 @@ extern "C" {
 
 typedef struct memkind *memkind_t;
 
+/* memkind_create_kind()'s arguments, memkind's values. */
+typedef enum memkind_memtype_t {
+  MEMKIND_MEMTYPE_DEFAULT = 1 << 0,
+  MEMKIND_MEMTYPE_HIGH_BANDWIDTH = 1 << 1
+} memkind_memtype_t;
+typedef enum memkind_policy_t {
+  MEMKIND_POLICY_BIND_LOCAL = 0,
+  MEMKIND_POLICY_BIND_ALL,
+  MEMKIND_POLICY_PREFERRED_LOCAL,
+  MEMKIND_POLICY_INTERLEAVE_LOCAL,
+  MEMKIND_POLICY_INTERLEAVE_ALL,
+  MEMKIND_POLICY_MAX_VALUE
+} memkind_policy_t;
+typedef enum memkind_bits_t { MEMKIND_MASK_PAGE_SIZE_2MB = 21ull } memkind_bits_t;
+
+enum memkind_const {
+  MEMKIND_MAX_KIND = 512,
+  MEMKIND_ERROR_MESSAGE_SIZE = 128,
+  MEMKIND_PMEM_MIN_SIZE = 1024 * 1024 * 16
+};
+
 enum {
+  MEMKIND_SUCCESS = 0,
   MEMKIND_ERROR_UNAVAILABLE = -1,          /* the kind's memory is not on this machine */
   MEMKIND_ERROR_MBIND = -2,
   MEMKIND_ERROR_MMAP = -3,
@@ -45,7 +68,33 @@ enum {
   MEMKIND_ERROR_RUNTIME = -255
 };
 
-enum { MEMKIND_ERROR_MESSAGE_SIZE = 128 };
+typedef enum memkind_mem_usage_policy {
+  MEMKIND_MEM_USAGE_POLICY_DEFAULT = 0,
+  MEMKIND_MEM_USAGE_POLICY_CONSERVATIVE = 1,
+  MEMKIND_MEM_USAGE_POLICY_MAX_VALUE
+} memkind_mem_usage_policy;
+
+typedef enum memkind_stat_type {
+  MEMKIND_STAT_TYPE_RESIDENT = 0,
+  MEMKIND_STAT_TYPE_ACTIVE = 1,
+  MEMKIND_STAT_TYPE_ALLOCATED = 2,
+  MEMKIND_STAT_TYPE_MAX_VALUE
+} memkind_stat_type;
+
+/* memkind_stats_print() honours JSON_FORMAT and OMIT_GENERAL (the totals);
+ * the others name parts of jemalloc's report, which it does not print. */
+typedef enum memkind_stat_print_opt {
+  MEMKIND_STAT_PRINT_ALL = 0,
+  MEMKIND_STAT_PRINT_JSON_FORMAT = 1U << 0,
+  MEMKIND_STAT_PRINT_OMIT_GENERAL = 1U << 1,
+  MEMKIND_STAT_PRINT_OMIT_MERGED_ARENA = 1U << 2,
+  MEMKIND_STAT_PRINT_OMIT_DESTROYED_MERGED_ARENA = 1U << 3,
+  MEMKIND_STAT_PRINT_OMIT_PER_ARENA = 1U << 4,
+  MEMKIND_STAT_PRINT_OMIT_PER_SIZE_CLASS_BINS = 1U << 5,
+  MEMKIND_STAT_PRINT_OMIT_PER_SIZE_CLASS_LARGE = 1U << 6,
+  MEMKIND_STAT_PRINT_OMIT_MUTEX = 1U << 7,
+  MEMKIND_STAT_PRINT_OMIT_EXTENT = 1U << 8,
+} memkind_stat_print_opt;
 
 /* Process memory on the default heap (the process's malloc). */
 SICM_MEMKIND_API extern memkind_t MEMKIND_DEFAULT;
@@ -77,11 +126,16 @@ SICM_MEMKIND_API extern memkind_t MEMKIND_LOWEST_LATENCY_LOCAL;
 SICM_MEMKIND_API extern memkind_t MEMKIND_LOWEST_LATENCY_LOCAL_PREFERRED;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL_PREFERRED;
-/* Hugetlb kinds, which runtimes look up: always unavailable here
- * (MEMKIND_ERROR_HUGETLB); their allocations return NULL. */
+/* Hugetlb kinds (2 MiB pages; the GBTLB ones 1 GiB), which runtimes look
+ * up: unavailable here (MEMKIND_ERROR_HUGETLB); their allocations return
+ * NULL with ENOMEM. */
 SICM_MEMKIND_API extern memkind_t MEMKIND_HUGETLB;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HBW_HUGETLB;
+SICM_MEMKIND_API extern memkind_t MEMKIND_HBW_ALL_HUGETLB;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HBW_PREFERRED_HUGETLB;
+SICM_MEMKIND_API extern memkind_t MEMKIND_GBTLB;
+SICM_MEMKIND_API extern memkind_t MEMKIND_HBW_GBTLB;
+SICM_MEMKIND_API extern memkind_t MEMKIND_HBW_PREFERRED_GBTLB;
 
 SICM_MEMKIND_API void *memkind_malloc(memkind_t kind, size_t size);
 SICM_MEMKIND_API void *memkind_calloc(memkind_t kind, size_t num, size_t size);
@@ -103,6 +157,72 @@ SICM_MEMKIND_API memkind_t memkind_detect_kind(void *ptr);
  * the MEMKIND_ERROR_* values. */
 SICM_MEMKIND_API int memkind_check_available(memkind_t kind);
 SICM_MEMKIND_API void memkind_error_message(int err, char *msg, size_t size);
+
+/* The memkind API version this library implements, as memkind encodes it
+ * (major * 1000000 + minor * 1000 + patch): 1014000. */
+SICM_MEMKIND_API int memkind_get_version(void);
+/* The kind of memkind's table of supported (memtype, policy, flags): one of
+ * the kinds above, never a new one.  MEMKIND_SUCCESS;
+ * MEMKIND_ERROR_MEMTYPE_NOT_AVAILABLE when its memory is absent (a
+ * PREFERRED_LOCAL policy then gives MEMKIND_DEFAULT); MEMKIND_ERROR_INVALID
+ * for a NULL kind, a memtype of 0 or unknown bits, unknown flags or
+ * policy, or a combination memkind does not support. */
+SICM_MEMKIND_API int memkind_create_kind(memkind_memtype_t memtype_flags, memkind_policy_t policy,
+                                         memkind_bits_t flags, memkind_t *kind);
+/* The kinds above live as long as the process: MEMKIND_SUCCESS, nothing
+ * freed; MEMKIND_ERROR_INVALID for an unknown kind. */
+SICM_MEMKIND_API int memkind_destroy_kind(memkind_t kind);
+/* Bytes of the memory the kind allocates from, for the calling thread's
+ * node: the sum of its devices' capacities (every node for
+ * MEMKIND_DEFAULT and MEMKIND_REGULAR); -1 for a preferred or hugetlb
+ * kind (its memory is not one set of nodes) or an unknown kind. */
+SICM_MEMKIND_API ssize_t memkind_get_capacity(memkind_t kind);
+/* Refreshes the figures memkind_get_stat() reads: MEMKIND_SUCCESS. */
+SICM_MEMKIND_API int memkind_update_cached_stats(void);
+/* Bytes resident, active (in pages holding blocks) or allocated, of the
+ * kind's arenas (the heap's, from mallinfo2, for kinds that are the
+ * process heap), or of every kind when kind is NULL, as of the last
+ * memkind_update_cached_stats().  MEMKIND_SUCCESS, or MEMKIND_ERROR_INVALID
+ * (unknown kind or stat, value NULL). */
+SICM_MEMKIND_API int memkind_get_stat(memkind_t kind, memkind_stat_type stat, size_t *value);
+/* Writes each kind's figures, and their totals, through write_cb (NULL:
+ * to stderr), as text or JSON (MEMKIND_STAT_PRINT_JSON_FORMAT).
+ * MEMKIND_SUCCESS, or MEMKIND_ERROR_INVALID for unknown opts. */
+SICM_MEMKIND_API int memkind_stats_print(void (*write_cb)(void *, const char *), void *cbopaque,
+                                         memkind_stat_print_opt opts);
+/* Deprecated in memkind: the kind of a partition number
+ * (MEMKIND_PARTITION_*).  0, or MEMKIND_ERROR_UNAVAILABLE (unknown
+ * partition, or kind NULL). */
+SICM_MEMKIND_API int memkind_get_kind_by_partition(int partition, memkind_t *kind);
+enum memkind_base_partition {
+  MEMKIND_PARTITION_DEFAULT = 0,
+  MEMKIND_PARTITION_HBW = 1,
+  MEMKIND_PARTITION_HBW_HUGETLB = 2,
+  MEMKIND_PARTITION_HBW_PREFERRED = 3,
+  MEMKIND_PARTITION_HBW_PREFERRED_HUGETLB = 4,
+  MEMKIND_PARTITION_HUGETLB = 5,
+  MEMKIND_PARTITION_HBW_GBTLB = 6,
+  MEMKIND_PARTITION_HBW_PREFERRED_GBTLB = 7,
+  MEMKIND_PARTITION_GBTLB = 8,
+  MEMKIND_PARTITION_HBW_INTERLEAVE = 9,
+  MEMKIND_PARTITION_INTERLEAVE = 10,
+  MEMKIND_PARTITION_REGULAR = 11,
+  MEMKIND_PARTITION_HBW_ALL = 12,
+  MEMKIND_PARTITION_HBW_ALL_HUGETLB = 13,
+  MEMKIND_PARTITION_DAX_KMEM = 14,
+  MEMKIND_PARTITION_DAX_KMEM_ALL = 15,
+  MEMKIND_PARTITION_DAX_KMEM_PREFERRED = 16,
+  MEMKIND_PARTITION_DAX_KMEM_INTERLEAVE = 17,
+  MEMKIND_PARTITION_HIGHEST_CAPACITY = 18,
+  MEMKIND_PARTITION_HIGHEST_CAPACITY_PREFERRED = 19,
+  MEMKIND_PARTITION_HIGHEST_CAPACITY_LOCAL = 20,
+  MEMKIND_PARTITION_HIGHEST_CAPACITY_LOCAL_PREFERRED = 21,
+  MEMKIND_PARTITION_LOWEST_LATENCY_LOCAL = 22,
+  MEMKIND_PARTITION_LOWEST_LATENCY_LOCAL_PREFERRED = 23,
+  MEMKIND_PARTITION_HIGHEST_BANDWIDTH_LOCAL = 24,
+  MEMKIND_PARTITION_HIGHEST_BANDWIDTH_LOCAL_PREFERRED = 25,
+  MEMKIND_NUM_BASE_KIND
+};
 
 #ifdef __cplusplus
 }

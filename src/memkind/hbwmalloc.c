@@ -56,6 +56,8 @@ int hbw_posix_memalign_psize(void **memptr, size_t alignment, size_t size,
                              hbw_pagesize_t pagesize) {
   if (pagesize != HBW_PAGESIZE_4KB && pagesize != HBW_PAGESIZE_2MB)
     return EINVAL; /* 1 GiB pages need hugetlbfs, which libsicm arenas do not use */
+  if (pagesize == HBW_PAGESIZE_2MB && hbw_get_policy() == HBW_POLICY_INTERLEAVE)
+    return EINVAL; /* memkind interleaves base pages only */
   return memkind_posix_memalign(current_kind(pagesize == HBW_PAGESIZE_2MB), memptr, alignment,
                                 size);
 }
@@ -93,12 +95,9 @@ int hbw_verify_memory_region(void *addr, size_t size, int flags) {
     }
     if (move_pages(0, n, pages, NULL, status, 0) != 0)
       return EFAULT;
-    for (unsigned i = 0; i < n; i++) {
-      if (status[i] < 0)
-        return EFAULT;
-      if (!mk_is_hbw_node(status[i]))
+    for (unsigned i = 0; i < n; i++) /* a page not there (never touched) is not HBW either */
+      if (status[i] < 0 || !mk_is_hbw_node(status[i]))
         return -1;
-    }
   }
   return 0;
 }

@@ -56,6 +56,10 @@ static struct memkind kinds[] = {
     {"hbw_thp_all", MEM_HBW, SCOPE_ALL, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL},
     {"hbw_thp_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, SICM_ARENA_HUGEPAGES, NULL},
     {"hbw_thp_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE, SICM_ARENA_HUGEPAGES, NULL},
+    KIND("memkind_hbw_all_hugetlb", MEM_HUGETLB, SCOPE_ALL, PLACE_BIND),
+    KIND("memkind_gbtlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
+    KIND("memkind_hbw_gbtlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
+    KIND("memkind_hbw_preferred_gbtlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_PREFERRED),
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 _Static_assert(NKINDS == MK_NKINDS, "MK_NKINDS counts the kinds");
@@ -87,6 +91,12 @@ memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL_PREFERRED = &kinds[18];
 memkind_t MEMKIND_HUGETLB = &kinds[19];
 memkind_t MEMKIND_HBW_HUGETLB = &kinds[20];
 memkind_t MEMKIND_HBW_PREFERRED_HUGETLB = &kinds[21];
+memkind_t MEMKIND_HBW_ALL_HUGETLB = &kinds[26];
+memkind_t MEMKIND_GBTLB = &kinds[27];
+memkind_t MEMKIND_HBW_GBTLB = &kinds[28];
+memkind_t MEMKIND_HBW_PREFERRED_GBTLB = &kinds[29];
+
+memkind_t mk_kind(unsigned i) { return i < NKINDS ? &kinds[i] : NULL; }
 
 memkind_t mk_hbw_kind(int policy, int huge) {
   static const unsigned base[] = {[1] = 2, [2] = 4, [3] = 5, [4] = 3};
@@ -118,6 +128,7 @@ static inline int cpu_now(void) {
 }
 
 static int kind_valid(memkind_t kind) { return kind >= &kinds[0] && kind < &kinds[NKINDS]; }
+int mk_kind_valid(memkind_t kind) { return kind_valid(kind); }
 
 /* Whether the heap serves the kind whenever its arenas do not:
  * MEMKIND_REGULAR always, MEMKIND_DEFAULT under another memory policy or
@@ -132,6 +143,8 @@ static int kind_in_heap(memkind_t kind) {
   return kind->memory == MEM_DEFAULT ||
          (kind->memory == MEM_LOCAL && !(mk_ready() && mk_machine.local_in_arenas));
 }
+
+int mk_kind_in_heap(memkind_t kind) { return kind_in_heap(kind); }
 
 /* ---- the arenas of kinds, by handle ----
  * An open-addressed table from arena handle to kind, filled as arenas are
@@ -237,7 +250,7 @@ static sicm_arena kind_arena_make(memkind_t k, int node) {
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
   unsigned n = mk_kind_devices(k, node, devs);
   unsigned flags = k->arena_flags;
-  if (k->place == PLACE_INTERLEAVE && n > 1)
+  if (k->place == PLACE_INTERLEAVE) /* even over one node, as memkind's policy is */
     flags |= SICM_ARENA_INTERLEAVE;
   else if (k->place == PLACE_PREFERRED)
     flags |= SICM_ARENA_PREFERRED;
@@ -471,12 +484,14 @@ MK_HOT int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignmen
   return 0;
 }
 
+/* A block of the process heap is MEMKIND_REGULAR's where MEMKIND_DEFAULT
+ * lives in arenas, and MEMKIND_DEFAULT's where it shares the heap. */
 memkind_t memkind_detect_kind(void *ptr) {
   if (ptr == NULL)
     return NULL;
   sicm_arena arena = sicm_arena_lookup(ptr);
   if (arena == NULL)
-    return MEMKIND_DEFAULT;
+    return kind_in_heap(MEMKIND_DEFAULT) ? MEMKIND_DEFAULT : MEMKIND_REGULAR;
   return kind_of_arena(arena);
 }
 

@@ -31,7 +31,7 @@ struct memkind {
   sicm_arena *arenas;           /* per initiator node; set once, atomically */
 };
 
-#define MK_NKINDS 26            /* the kinds of memkind.c */
+#define MK_NKINDS 30            /* the kinds of memkind.c */
 /* CPUs whose arenas the fast path keeps: glibc's CPU_SETSIZE.  A thread on
  * a CPU past it finds its node's arena by the slow path on every call. */
 #define MK_FAST_CPUS 1024
@@ -84,6 +84,12 @@ int mk_ready(void);
 unsigned mk_kind_devices(const struct memkind *k, int node, sicm_device **out);
 int mk_is_hbw_device(const sicm_device *d);
 
+/* The i-th kind of memkind.c (NULL past the last), and whether a kind is
+ * one of them. */
+memkind_t mk_kind(unsigned i);
+int mk_kind_valid(memkind_t kind);
+/* Whether the kind's memory is the process heap's now. */
+int mk_kind_in_heap(memkind_t kind);
 /* The HBW kind of an hbw_policy_t (huge: in transparent huge pages). */
 memkind_t mk_hbw_kind(int policy, int huge);
 /* memkind_malloc for a kind known valid. */

@@ -81,6 +81,17 @@ if [ "$machine" = hbm ]; then
     failed=1
   fi
 fi
+if [ "$machine" = hbm ]; then
+  # HBW_POLICY_INTERLEAVE interleaves even over one HBM node, as memkind's
+  # kernel policy does, and takes no 2 MiB pages.
+  out=$(run_ours "$b/tests/memkind/hbw_place" --interleave)
+  echo "--- hbw_place --interleave:"
+  echo "$out"
+  expect "$out" "hbw_set_policy(INTERLEAVE): 0"
+  expect "$out" "hbw_posix_memalign_psize(2MB): 22"
+  expect "$out" "hbw_malloc policy: interleave"
+  expect "$out" "hbw_malloc: node 2"
+fi
 if [ -e /usr/lib/x86_64-linux-gnu/libmemkind.so.0 ]; then
   echo "--- hbw_place with Debian's memkind (for comparison, not checked):"
   run_debian "$b/tests/memkind/hbw_place"

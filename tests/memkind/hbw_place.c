@@ -3,7 +3,8 @@
  * else: it asks for high-bandwidth memory, checks where it landed with
  * move_pages and hbw_verify_memory_region, and tries the bad inputs.
  * With --moving it moves itself from CPU to CPU (0, 1, then 0 again) and
- * reports where each next allocation landed. */
+ * reports where each next allocation landed; with --interleave it sets
+ * HBW_POLICY_INTERLEAVE and reports the kernel policy of its block. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -54,9 +55,31 @@ static int moving(void) {
   return 0;
 }
 
+static int interleave(void) {
+  printf("hbw_set_policy(INTERLEAVE): %d\n", hbw_set_policy(HBW_POLICY_INTERLEAVE));
+  void *huge = NULL;
+  printf("hbw_posix_memalign_psize(2MB): %d\n",
+         hbw_posix_memalign_psize(&huge, 4096, 4 << 20, HBW_PAGESIZE_2MB));
+  char *p = hbw_malloc(SIZE);
+  if (p == NULL) {
+    printf("hbw_malloc: null\n");
+    return 0;
+  }
+  memset(p, 7, SIZE);
+  int mode = -1;
+  if (get_mempolicy(&mode, NULL, 0, p, MPOL_F_ADDR) != 0)
+    mode = -1;
+  printf("hbw_malloc policy: %s\n", mode == MPOL_INTERLEAVE ? "interleave" : mode == MPOL_BIND ? "bind" : "other");
+  printf("hbw_malloc: node %d\n", node_of(p, SIZE));
+  hbw_free(p);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--moving") == 0)
     return moving();
+  if (argc == 2 && strcmp(argv[1], "--interleave") == 0)
+    return interleave();
   printf("hbw_check_available: %d\n", hbw_check_available());
   printf("hbw_set_policy(42): %d\n", hbw_set_policy((hbw_policy_t)42));
   char *p = hbw_malloc(SIZE);

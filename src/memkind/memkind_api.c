@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* memkind_api.c: memkind 1.14's calls about kinds rather than blocks — the
+ * version, kinds by (memtype, policy, flags) and by partition number, a
+ * kind's capacity, and its statistics, cached and printed. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <numa.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "memkind_internal.h"
+
+int memkind_get_version(void) { return 1 * 1000000 + 14 * 1000 + 0; }
+
+/* memkind's table of what memkind_create_kind supports, and the kind each
+ * combination names. */
+static const struct {
+  unsigned memtype;
+  memkind_policy_t policy;
+  unsigned flags;
+  memkind_t *kind;
+} supported[] = {
+    {MEMKIND_MEMTYPE_HIGH_BANDWIDTH, MEMKIND_POLICY_BIND_LOCAL, 0, &MEMKIND_HBW},
+    {MEMKIND_MEMTYPE_HIGH_BANDWIDTH, MEMKIND_POLICY_BIND_LOCAL, MEMKIND_MASK_PAGE_SIZE_2MB,
+     &MEMKIND_HBW_HUGETLB},
+    {MEMKIND_MEMTYPE_HIGH_BANDWIDTH, MEMKIND_POLICY_BIND_ALL, 0, &MEMKIND_HBW_ALL},
+    {MEMKIND_MEMTYPE_HIGH_BANDWIDTH, MEMKIND_POLICY_BIND_ALL, MEMKIND_MASK_PAGE_SIZE_2MB,
+     &MEMKIND_HBW_ALL_HUGETLB},
+    {MEMKIND_MEMTYPE_HIGH_BANDWIDTH, MEMKIND_POLICY_PREFERRED_LOCAL, 0, &MEMKIND_HBW_PREFERRED},
+    {MEMKIND_MEMTYPE_HIGH_BANDWIDTH, MEMKIND_POLICY_PREFERRED_LOCAL, MEMKIND_MASK_PAGE_SIZE_2MB,
+     &MEMKIND_HBW_PREFERRED_HUGETLB},
+    {MEMKIND_MEMTYPE_HIGH_BANDWIDTH, MEMKIND_POLICY_INTERLEAVE_ALL, 0, &MEMKIND_HBW_INTERLEAVE},
+    {MEMKIND_MEMTYPE_DEFAULT, MEMKIND_POLICY_PREFERRED_LOCAL, 0, &MEMKIND_DEFAULT},
+    {MEMKIND_MEMTYPE_DEFAULT, MEMKIND_POLICY_PREFERRED_LOCAL, MEMKIND_MASK_PAGE_SIZE_2MB,
+     &MEMKIND_HUGETLB},
+    {MEMKIND_MEMTYPE_DEFAULT | MEMKIND_MEMTYPE_HIGH_BANDWIDTH, MEMKIND_POLICY_INTERLEAVE_ALL, 0,
+     &MEMKIND_INTERLEAVE},
+};
+
+int memkind_create_kind(memkind_memtype_t memtype_flags, memkind_policy_t policy,
+                        memkind_bits_t flags, memkind_t *kind) {
+  const unsigned memtypes = MEMKIND_MEMTYPE_DEFAULT | MEMKIND_MEMTYPE_HIGH_BANDWIDTH;
+  if (kind == NULL || memtype_flags == 0 || (memtype_flags & ~memtypes) ||
+      (flags & ~(unsigned)MEMKIND_MASK_PAGE_SIZE_2MB) || (unsigned)policy >= MEMKIND_POLICY_MAX_VALUE)
+    return MEMKIND_ERROR_INVALID;
+  for (size_t i = 0; i < sizeof supported / sizeof supported[0]; i++) {
+    if (supported[i].memtype != (unsigned)memtype_flags || supported[i].policy != policy ||
+        supported[i].flags != (unsigned)flags)
+      continue;
+    if (memkind_check_available(*supported[i].kind) == 0) {
+      *kind = *supported[i].kind;
+      return MEMKIND_SUCCESS;
+    }
+    if (policy == MEMKIND_POLICY_PREFERRED_LOCAL) {
+      *kind = MEMKIND_DEFAULT;
+      return MEMKIND_SUCCESS;
+    }
+    return MEMKIND_ERROR_MEMTYPE_NOT_AVAILABLE;
+  }
+  return MEMKIND_ERROR_INVALID;
+}
+
+int memkind_destroy_kind(memkind_t kind) {
+  return mk_kind_valid(kind) ? MEMKIND_SUCCESS : MEMKIND_ERROR_INVALID;
+}
+
+int memkind_get_kind_by_partition(int partition, memkind_t *kind) {
+  memkind_t *by_partition[MEMKIND_NUM_BASE_KIND] = {
+      [MEMKIND_PARTITION_DEFAULT] = &MEMKIND_DEFAULT,
+      [MEMKIND_PARTITION_HBW] = &MEMKIND_HBW,
+      [MEMKIND_PARTITION_HBW_HUGETLB] = &MEMKIND_HBW_HUGETLB,
+      [MEMKIND_PARTITION_HBW_PREFERRED] = &MEMKIND_HBW_PREFERRED,
+      [MEMKIND_PARTITION_HBW_PREFERRED_HUGETLB] = &MEMKIND_HBW_PREFERRED_HUGETLB,
+      [MEMKIND_PARTITION_HUGETLB] = &MEMKIND_HUGETLB,
+      [MEMKIND_PARTITION_HBW_GBTLB] = &MEMKIND_HBW_GBTLB,
+      [MEMKIND_PARTITION_HBW_PREFERRED_GBTLB] = &MEMKIND_HBW_PREFERRED_GBTLB,
+      [MEMKIND_PARTITION_GBTLB] = &MEMKIND_GBTLB,
+      [MEMKIND_PARTITION_HBW_INTERLEAVE] = &MEMKIND_HBW_INTERLEAVE,
+      [MEMKIND_PARTITION_INTERLEAVE] = &MEMKIND_INTERLEAVE,
+      [MEMKIND_PARTITION_REGULAR] = &MEMKIND_REGULAR,
+      [MEMKIND_PARTITION_HBW_ALL] = &MEMKIND_HBW_ALL,
+      [MEMKIND_PARTITION_HBW_ALL_HUGETLB] = &MEMKIND_HBW_ALL_HUGETLB,
+      [MEMKIND_PARTITION_DAX_KMEM] = &MEMKIND_DAX_KMEM,
+      [MEMKIND_PARTITION_DAX_KMEM_ALL] = &MEMKIND_DAX_KMEM_ALL,
+      [MEMKIND_PARTITION_DAX_KMEM_PREFERRED] = &MEMKIND_DAX_KMEM_PREFERRED,
+      [MEMKIND_PARTITION_DAX_KMEM_INTERLEAVE] = &MEMKIND_DAX_KMEM_INTERLEAVE,
+      [MEMKIND_PARTITION_HIGHEST_CAPACITY] = &MEMKIND_HIGHEST_CAPACITY,
+      [MEMKIND_PARTITION_HIGHEST_CAPACITY_PREFERRED] = &MEMKIND_HIGHEST_CAPACITY_PREFERRED,
+      [MEMKIND_PARTITION_HIGHEST_CAPACITY_LOCAL] = &MEMKIND_HIGHEST_CAPACITY_LOCAL,
+      [MEMKIND_PARTITION_HIGHEST_CAPACITY_LOCAL_PREFERRED] = &MEMKIND_HIGHEST_CAPACITY_LOCAL_PREFERRED,
+      [MEMKIND_PARTITION_LOWEST_LATENCY_LOCAL] = &MEMKIND_LOWEST_LATENCY_LOCAL,
+      [MEMKIND_PARTITION_LOWEST_LATENCY_LOCAL_PREFERRED] = &MEMKIND_LOWEST_LATENCY_LOCAL_PREFERRED,
+      [MEMKIND_PARTITION_HIGHEST_BANDWIDTH_LOCAL] = &MEMKIND_HIGHEST_BANDWIDTH_LOCAL,
+      [MEMKIND_PARTITION_HIGHEST_BANDWIDTH_LOCAL_PREFERRED] = &MEMKIND_HIGHEST_BANDWIDTH_LOCAL_PREFERRED,
+  };
+  if (kind == NULL || partition < 0 || partition >= MEMKIND_NUM_BASE_KIND)
+    return MEMKIND_ERROR_UNAVAILABLE;
+  *kind = *by_partition[partition];
+  return 0;
+}
+
+/* A kind is one set of nodes unless it prefers (it may spill anywhere) or
+ * takes hugetlb pages (which this library does not give). */
+ssize_t memkind_get_capacity(memkind_t kind) {
+  if (!mk_kind_valid(kind) || !mk_ready())
+    return -1;
+  if (kind == MEMKIND_DEFAULT || kind == MEMKIND_REGULAR) {
+    long long total = 0;
+    for (int node = 0; node <= numa_max_node(); node++) {
+      long long size = numa_node_size64(node, NULL);
+      total += size > 0 ? size : 0;
+    }
+    return (ssize_t)total;
+  }
+  if (kind->place == PLACE_PREFERRED || kind->memory == MEM_HUGETLB)
+    return -1;
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int node = sicm_node_self();
+  unsigned n = mk_kind_devices(kind, node < 0 ? 0 : node, devs);
+  ssize_t total = 0;
+  for (unsigned i = 0; i < n; i++)
+    total += (ssize_t)devs[i]->capacity;
+  return total;
+}
+
+/* ---- statistics ---- */
+
+enum { STATS = MEMKIND_STAT_TYPE_MAX_VALUE };
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t cached[MK_NKINDS + 1][STATS]; /* per kind, then the total */
+
+/* The kind's figures now: its arenas', or the heap's. */
+static void kind_stats(memkind_t kind, size_t out[STATS]) {
+  memset(out, 0, STATS * sizeof out[0]);
+  if (mk_kind_in_heap(kind)) {
+    struct mallinfo2 m = mallinfo2();
+    out[MEMKIND_STAT_TYPE_ALLOCATED] = m.uordblks + m.hblkhd;
+    out[MEMKIND_STAT_TYPE_ACTIVE] = m.uordblks + m.hblkhd;
+    out[MEMKIND_STAT_TYPE_RESIDENT] = m.arena + m.hblkhd;
+    return;
+  }
+  sicm_arena *arenas = __atomic_load_n(&kind->arenas, __ATOMIC_ACQUIRE);
+  for (int node = 0; arenas != NULL && node < mk_machine.node_slots; node++) {
+    sicm_arena a = __atomic_load_n(&arenas[node], __ATOMIC_ACQUIRE);
+    sicm_arena_stats s;
+    if (a == NULL || sicm_arena_get_stats(a, &s) != 0)
+      continue;
+    out[MEMKIND_STAT_TYPE_ALLOCATED] += s.allocated;
+    out[MEMKIND_STAT_TYPE_ACTIVE] += s.active;
+    out[MEMKIND_STAT_TYPE_RESIDENT] += s.resident;
+  }
+}
+
+int memkind_update_cached_stats(void) {
+  size_t now[MK_NKINDS + 1][STATS] = {{0}};
+  int heap_counted = 0; /* MEMKIND_DEFAULT and MEMKIND_REGULAR may share the heap */
+  for (unsigned k = 0; k < MK_NKINDS; k++) {
+    kind_stats(mk_kind(k), now[k]);
+    if (mk_kind_in_heap(mk_kind(k)) && heap_counted++)
+      continue;
+    for (int s = 0; s < STATS; s++)
+      now[MK_NKINDS][s] += now[k][s];
+  }
+  pthread_mutex_lock(&stats_lock);
+  memcpy(cached, now, sizeof cached);
+  pthread_mutex_unlock(&stats_lock);
+  return MEMKIND_SUCCESS;
+}
+
+int memkind_get_stat(memkind_t kind, memkind_stat_type stat, size_t *value) {
+  if (value == NULL || (unsigned)stat >= STATS || (kind != NULL && !mk_kind_valid(kind)))
+    return MEMKIND_ERROR_INVALID;
+  unsigned row = MK_NKINDS;
+  for (unsigned k = 0; kind != NULL && k < MK_NKINDS; k++)
+    if (mk_kind(k) == kind)
+      row = k;
+  pthread_mutex_lock(&stats_lock);
+  *value = cached[row][stat];
+  pthread_mutex_unlock(&stats_lock);
+  return MEMKIND_SUCCESS;
+}
+
+static void write_stderr(void *unused, const char *text) {
+  (void)unused;
+  fputs(text, stderr);
+}
+
+int memkind_stats_print(void (*write_cb)(void *, const char *), void *cbopaque,
+                        memkind_stat_print_opt opts) {
+  if ((unsigned)opts >= (MEMKIND_STAT_PRINT_OMIT_EXTENT << 1))
+    return MEMKIND_ERROR_INVALID;
+  if (write_cb == NULL)
+    write_cb = write_stderr;
+  int json = opts & MEMKIND_STAT_PRINT_JSON_FORMAT;
+  memkind_update_cached_stats();
+  char line[256];
+  write_cb(cbopaque, json ? "{\"memkind\": {\"kinds\": [" : "memkind statistics (libsicm), bytes:\n");
+  for (unsigned k = 0, first = 1; k <= MK_NKINDS; k++) {
+    if (k == MK_NKINDS && (opts & MEMKIND_STAT_PRINT_OMIT_GENERAL))
+      break;
+    size_t s[STATS];
+    pthread_mutex_lock(&stats_lock);
+    memcpy(s, cached[k], sizeof s);
+    pthread_mutex_unlock(&stats_lock);
+    const char *name = k < MK_NKINDS ? mk_kind(k)->name : "total";
+    if (k < MK_NKINDS && s[MEMKIND_STAT_TYPE_RESIDENT] == 0 && s[MEMKIND_STAT_TYPE_ALLOCATED] == 0)
+      continue; /* a kind never used */
+    snprintf(line, sizeof line,
+             json ? "%s{\"name\": \"%s\", \"resident\": %zu, \"active\": %zu, \"allocated\": %zu}"
+                  : "%s%-44s resident %12zu  active %12zu  allocated %12zu\n",
+             json ? (first ? "" : ", ") : "", name, s[MEMKIND_STAT_TYPE_RESIDENT],
+             s[MEMKIND_STAT_TYPE_ACTIVE], s[MEMKIND_STAT_TYPE_ALLOCATED]);
+    write_cb(cbopaque, line);
+    first = 0;
+  }
+  if (json)
+    write_cb(cbopaque, "]}}\n");
+  return MEMKIND_SUCCESS;
+}
