@@ -123,6 +123,28 @@ SICM_API int sicm_arena_detach(sicm_arena sa);
  * errno EINVAL (bad name), ENOENT (no such arena) or EACCES. */
 SICM_API int sicm_arena_unlink(const char *name);
 
+/* A file-backed arena: the same heap as a shared arena, `size` bytes of it
+ * (rounded up to pages; the arena's bound), in a file of no name in
+ * directory `dir` — tmpfs, a DAX file system holding persistent or CXL
+ * memory, or any other — so that its memory is that file system's, and
+ * nothing is left behind when the arena is destroyed or the process ends,
+ * however it ends.  Private to this process (no name to attach); every call
+ * of a shared arena works on it, sicm_arena_destroy() releases it.  Pages
+ * are bound to `dev` where the file system honours memory policies (tmpfs),
+ * and sicm_arena_set_device() moves them there; elsewhere the file system
+ * places them and a move fails with the kernel's errno.
+ * Returns the arena, or NULL with errno
+ *   EPERM   library not initialized;
+ *   EINVAL  dir NULL or "", size below 64 KiB or above 64 TiB, dev NULL or
+ *           not from sicm_devices();
+ *   ENOTSUP dev is a hugetlb device;
+ *   ENOSPC  the file system has less free space than `size`;
+ *   ENOMEM  no free address range of that size;
+ *   EAGAIN  every arena slot is in use;
+ *   or the errno of statvfs(2), open(2), ftruncate(2) or mmap(2) for dir
+ *   (ENOENT, ENOTDIR, EACCES, ...). */
+SICM_API sicm_arena sicm_arena_create_file(const char *dir, size_t size, sicm_device *dev);
+
 /* What sicm_arena_check() found in a shared arena's heap. */
 typedef struct sicm_heap_report {
   size_t blocks_used, blocks_free;

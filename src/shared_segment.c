@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <numaif.h>
 #include <pthread.h>
 #include <signal.h>
@@ -207,52 +208,46 @@ static int object_create(const char *name, unsigned mode) {
                          "process 100 times", name);
 }
 
-sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *dev,
-                                    unsigned mode) {
-  sc_state *s = sc_state_get();
-  sc_binding binding;
-  if (s == NULL || name_check(name) != 0 || sc_binding_make(s, &dev, 1, 0, &binding) != 0)
-    return NULL;
-  if (size < SC_SHM_SIZE_MIN || size > SC_SHM_SIZE_MAX)
-    return sc_fail_null(EINVAL, "shared arena size %zu is not within 64 KiB .. 64 TiB", size);
-  if (mode > 0777)
-    return sc_fail_null(EINVAL, "mode 0%o is not a permission mode", mode);
-  size = sc_round_up(size, sc_page_size());
-  /* Pages come from /dev/shm when first touched; one it cannot supply
-   * would be SIGBUS in whichever process touches it. */
+/* Checks a segment's size (rounded up to pages here) and that the file
+ * system at `dir` can supply it, and picks its address: 0 with errno if
+ * not.  Pages come from the file system when first touched; one it cannot
+ * supply would be SIGBUS in whichever process touches it. */
+static uintptr_t segment_place(size_t *size, const char *dir) {
+  if (*size < SC_SHM_SIZE_MIN || *size > SC_SHM_SIZE_MAX) {
+    sc_fail(EINVAL, "arena size %zu is not within 64 KiB .. 64 TiB", *size);
+    return 0;
+  }
+  *size = sc_round_up(*size, sc_page_size());
   struct statvfs fs;
-  if (statvfs("/dev/shm", &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < size)
-    return sc_fail_null(ENOSPC, "/dev/shm has %llu bytes free, fewer than the %zu the arena "
-                                  "may use", (unsigned long long)fs.f_bavail * fs.f_frsize, size);
-  uintptr_t base = sc_address_hole(size, SC_CHUNK_SIZE);
+  if (statvfs(dir, &fs) != 0) {
+    sc_fail(errno, "%s: %s", dir, strerror(errno));
+    return 0;
+  }
+  if ((uint64_t)fs.f_bavail * fs.f_frsize < *size) {
+    sc_fail(ENOSPC, "%s has %llu bytes free, fewer than the %zu the arena may use", dir,
+            (unsigned long long)fs.f_bavail * fs.f_frsize, *size);
+    return 0;
+  }
+  uintptr_t base = sc_address_hole(*size, SC_CHUNK_SIZE);
   if (base == 0)
-    return sc_fail_null(ENOMEM, "no free address range of %zu bytes", size);
-  int fd = object_create(name, mode ? mode : 0600);
-  if (fd < 0)
+    sc_fail(ENOMEM, "no free address range of %zu bytes", *size);
+  return base;
+}
+
+/* Maps the object open as fd (sized already) at base, binds it, formats its
+ * heap and registers the arena.  On failure nothing stays mapped; the
+ * caller removes the object. */
+static sicm_arena segment_build(int fd, uintptr_t base, size_t size, const char *name,
+                                const sc_binding *binding, const struct stat *st) {
+  if (map_at(fd, base, size, name) != 0)
     return NULL;
-  struct stat st;
-  /* fchmod: the umask must not narrow the mode the creator asked for. */
-  if (fchmod(fd, mode ? mode : 0600) != 0 || ftruncate(fd, (off_t)size) != 0 ||
-      fstat(fd, &st) != 0) {
-    int err = errno;
-    shm_unlink(name);
-    close(fd);
-    return sc_fail_null(err, "cannot size shared arena %s: %s", name, strerror(err));
-  }
-  if (map_at(fd, base, size, name) != 0) {
-    int err = errno;
-    shm_unlink(name);
-    close(fd);
-    errno = err;
-    return NULL;
-  }
   crash_point(2);
   sc_shm_header *h = (sc_shm_header *)base;
   sc_shared_arena segment = {.header = h, .size = size};
   /* Bind before the first touch: on shared memory this is the object's
    * policy, so pages any process touches later go there too. */
   delay_point(DELAY_CREATE_BIND);
-  int rc = mbind(h, size, binding.policy, binding.nodes.bits, SC_NODES_MAX, 0);
+  int rc = mbind(h, size, binding->policy, binding->nodes.bits, SC_NODES_MAX, 0);
   if (rc != 0) {
     sc_fail(errno, "mbind to the arena's device failed: %s", strerror(errno));
   } else {
@@ -267,21 +262,99 @@ sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *
     h->layout = sc_shm_layout_signature();
     h->base = base;
     snprintf(h->name, sizeof h->name, "%s", name);
-    sc_shm_binding_write(h, &binding);
+    sc_shm_binding_write(h, binding);
     __atomic_store_n(&h->magic, SC_SHM_MAGIC, __ATOMIC_RELEASE);
-    sa = sc_shm_register(&segment, &binding, &st);
+    sa = sc_shm_register(&segment, binding, st);
   }
   if (sa == NULL) {
     int err = errno;
     char cause[256];
     snprintf(cause, sizeof cause, "%s", sicm_error_detail());
     munmap(h, size);
+    return sc_fail_null(err, "cannot create arena %s: %s", name, cause);
+  }
+  return sa;
+}
+
+sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *dev,
+                                    unsigned mode) {
+  sc_state *s = sc_state_get();
+  sc_binding binding;
+  if (s == NULL || name_check(name) != 0 || sc_binding_make(s, &dev, 1, 0, &binding) != 0)
+    return NULL;
+  if (mode > 0777)
+    return sc_fail_null(EINVAL, "mode 0%o is not a permission mode", mode);
+  uintptr_t base = segment_place(&size, "/dev/shm");
+  if (base == 0)
+    return NULL;
+  int fd = object_create(name, mode ? mode : 0600);
+  if (fd < 0)
+    return NULL;
+  struct stat st;
+  /* fchmod: the umask must not narrow the mode the creator asked for. */
+  if (fchmod(fd, mode ? mode : 0600) != 0 || ftruncate(fd, (off_t)size) != 0 ||
+      fstat(fd, &st) != 0) {
+    int err = errno;
     shm_unlink(name);
     close(fd);
-    return sc_fail_null(err, "cannot create shared arena %s: %s", name, cause);
+    return sc_fail_null(err, "cannot size shared arena %s: %s", name, strerror(err));
+  }
+  sicm_arena sa = segment_build(fd, base, size, name, &binding, &st);
+  if (sa == NULL) {
+    int err = errno;
+    shm_unlink(name);
+    close(fd);
+    errno = err;
+    return NULL;
   }
   creation_lock(fd, F_UNLCK);
   close(fd);
+  return sa;
+}
+
+/* ---- file-backed arenas ---- */
+
+/* A file of no name in dir (O_TMPFILE; where the file system has none, a
+ * name removed at once), so that nothing is left behind by any exit. */
+static int unnamed_file(const char *dir) {
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+    return fd;
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/.sicm-file-XXXXXX", dir) >= (int)sizeof path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  fd = mkostemp(path, O_CLOEXEC);
+  if (fd >= 0)
+    unlink(path);
+  return fd;
+}
+
+sicm_arena sicm_arena_create_file(const char *dir, size_t size, sicm_device *dev) {
+  sc_state *s = sc_state_get();
+  sc_binding binding;
+  if (s == NULL || sc_binding_make(s, &dev, 1, 0, &binding) != 0)
+    return NULL;
+  if (dir == NULL || dir[0] == '\0')
+    return sc_fail_null(EINVAL, "no directory for a file-backed arena");
+  uintptr_t base = segment_place(&size, dir);
+  if (base == 0)
+    return NULL;
+  int fd = unnamed_file(dir);
+  if (fd < 0)
+    return sc_fail_null(errno, "cannot make a file in %s: %s", dir, strerror(errno));
+  struct stat st;
+  char name[SC_SHM_NAME_MAX + 1];
+  snprintf(name, sizeof name, "file:%s", dir);
+  sicm_arena sa = NULL;
+  if (ftruncate(fd, (off_t)size) != 0 || fstat(fd, &st) != 0)
+    sc_fail(errno, "cannot size a file in %s: %s", dir, strerror(errno));
+  else
+    sa = segment_build(fd, base, size, name, &binding, &st);
+  int err = errno;
+  close(fd); /* the mapping keeps the file until the arena goes */
+  errno = err;
   return sa;
 }
 

@@ -102,6 +102,23 @@ TEST_F(SharedNuma, PagesTouchedByAnyProcessAreOnTheDevice) {
   }
 }
 
+// A file-backed arena on tmpfs (which honours memory policies): its pages
+// are on its device, and a move puts them on another, data intact.
+TEST_F(SharedNuma, AFileBackedArenaOnTmpfsIsPlacedAndMoved) {
+  sicm_arena a = sicm_arena_create_file("/dev/shm", 32 << 20, sicm_device_of_node(2, 0));
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  auto *p = FilledBlock(a, kBlock, 7);
+  ASSERT_NE(nullptr, p);
+  EXPECT_EQ(0u, PagesNotOn(p, kBlock, 2));
+  EXPECT_EQ(0u, BytesOff(a, 2));
+  ASSERT_EQ(0, sicm_arena_set_device(a, sicm_device_of_node(1, 0))) << sicm_error_detail();
+  EXPECT_EQ(0u, PagesNotOn(p, kBlock, 1));
+  EXPECT_EQ(0u, BytesOff(a, 1));
+  EXPECT_TRUE(Verify(p, kBlock, 7));
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
 TEST_F(SharedNuma, MigrationMovesThePagesOfEveryAttachedProcess) {
   sicm_arena a = Create(2);
   ASSERT_NE(nullptr, a);
