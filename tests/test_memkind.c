@@ -3,6 +3,7 @@
  * kinds that exist everywhere work, absent ones answer as memkind does, and
  * bad input gets memkind's errors without harm.  Placement is checked in
  * the guest (tests/memkind/guest.sh). */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -419,6 +420,60 @@ static void kinds_by_capability_capacity_and_statistics(void) {
   CHECK(memkind_stats_print(append_text, text, (memkind_stat_print_opt)(1u << 9)) == MEMKIND_ERROR_INVALID);
 }
 
+/* File-backed (PMEM) kinds: a file of no name in a directory, bounded by
+ * max_size, detected, counted, and gone with the kind. */
+static void file_backed_kinds_live_in_their_directory(void) {
+  char dir[] = "/tmp/sicm-pmem-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  memkind_t pmem = NULL;
+  CHECK(memkind_create_pmem(dir, 32 << 20, &pmem) == 0 && pmem != NULL);
+  CHECK(memkind_check_available(pmem) == 0 && memkind_get_capacity(pmem) == 32 << 20);
+  char *p = memkind_malloc(pmem, 1 << 20);
+  CHECK(p != NULL && memkind_detect_kind(p) == pmem);
+  memset(p, 0x5a, 1 << 20);
+  char *z = memkind_calloc(pmem, 1000, 10);
+  CHECK(z != NULL && z[0] == 0 && z[9999] == 0);
+  p = memkind_realloc(pmem, p, 2 << 20);
+  CHECK(p != NULL && p[(1 << 20) - 1] == 0x5a && memkind_detect_kind(p) == pmem);
+  void *aligned = NULL;
+  CHECK(memkind_posix_memalign(pmem, &aligned, 4096, 100) == 0 && ((uintptr_t)aligned & 4095) == 0);
+  errno = 0;
+  CHECK(memkind_malloc(pmem, 64 << 20) == NULL); /* beyond max_size */
+  size_t allocated = 0;
+  CHECK(memkind_update_cached_stats() == 0 &&
+        memkind_get_stat(pmem, MEMKIND_STAT_TYPE_ALLOCATED, &allocated) == 0 && allocated >= 2 << 20);
+  memkind_free(pmem, aligned);
+  memkind_free(NULL, z); /* kind detected */
+  memkind_free(pmem, p);
+  DIR *d = opendir(dir);
+  int names = 0;
+  for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+    names += e->d_name[0] != '.';
+  if (d != NULL)
+    closedir(d);
+  CHECK(names == 0); /* the file has no name */
+  CHECK(memkind_destroy_kind(pmem) == 0);
+  errno = 0;
+  CHECK(memkind_malloc(pmem, 64) == NULL && errno == EINVAL); /* destroyed */
+  /* The same from a configuration, and the errors. */
+  struct memkind_config *cfg = memkind_config_new();
+  CHECK(cfg != NULL);
+  memkind_config_set_path(cfg, dir);
+  memkind_config_set_size(cfg, 16 << 20);
+  memkind_config_set_memory_usage_policy(cfg, MEMKIND_MEM_USAGE_POLICY_CONSERVATIVE);
+  CHECK(memkind_create_pmem_with_config(cfg, &pmem) == 0);
+  CHECK(memkind_malloc(pmem, 1000) != NULL && memkind_destroy_kind(pmem) == 0);
+  memkind_config_set_memory_usage_policy(cfg, MEMKIND_MEM_USAGE_POLICY_MAX_VALUE);
+  CHECK(memkind_create_pmem_with_config(cfg, &pmem) == MEMKIND_ERROR_INVALID);
+  memkind_config_delete(cfg);
+  CHECK(memkind_create_pmem(dir, 1 << 20, &pmem) == MEMKIND_ERROR_INVALID); /* below the minimum */
+  CHECK(memkind_create_pmem(NULL, 0, &pmem) == MEMKIND_ERROR_INVALID);
+  CHECK(memkind_create_pmem("/nonexistent-sicm-dir", 0, &pmem) == MEMKIND_ERROR_INVALID);
+  CHECK(memkind_check_dax_path(dir) == MEMKIND_ERROR_MMAP || memkind_check_dax_path(dir) == 0);
+  CHECK(memkind_check_dax_path("/nonexistent-sicm-dir") == MEMKIND_ERROR_RUNTIME);
+  CHECK(rmdir(dir) == 0);
+}
+
 /* memkind leaves errno alone when an allocation succeeds, the first of a
  * process (which starts the library and makes the kind's arena) included:
  * checked in a fresh process. */
@@ -480,6 +535,7 @@ int main(int argc, char **argv) {
   detected_free_leaves_foreign_pointers_alone();
   hbw_policy_is_set_once_before_allocating();
   kinds_by_capability_capacity_and_statistics();
+  file_backed_kinds_live_in_their_directory();
   memalign_of_size_zero_is_null_and_success();
   aligned_and_zeroed_blocks_of_every_small_size();
   forked_children_use_kinds_while_a_thread_works();

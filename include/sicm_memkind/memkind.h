@@ -9,8 +9,8 @@
  * MEMKIND_HBW_NODES (a node list such as "2" or "2-3") when set.
  *
  * Binary-compatible with memkind 1.14 for what it declares: the same kinds,
- * types, error values and signatures.  memkind's file-backed (PMEM) and
- * fixed kinds are not provided yet.
+ * types, error values and signatures.  memkind's fixed kinds are not
+ * provided yet.
  *
  * Allocation calls return NULL with errno ENOMEM when the kind has no room
  * or no device (a size of 0 returns NULL, as in memkind); memkind_free and
@@ -80,6 +80,9 @@ typedef enum memkind_stat_type {
   MEMKIND_STAT_TYPE_ALLOCATED = 2,
   MEMKIND_STAT_TYPE_MAX_VALUE
 } memkind_stat_type;
+
+/* The configuration of memkind_create_pmem_with_config(). */
+struct memkind_config;
 
 /* memkind_stats_print() honours JSON_FORMAT and OMIT_GENERAL (the totals);
  * the others name parts of jemalloc's report, which it does not print. */
@@ -169,12 +172,13 @@ SICM_MEMKIND_API int memkind_get_version(void);
  * policy, or a combination memkind does not support. */
 SICM_MEMKIND_API int memkind_create_kind(memkind_memtype_t memtype_flags, memkind_policy_t policy,
                                          memkind_bits_t flags, memkind_t *kind);
-/* The kinds above live as long as the process: MEMKIND_SUCCESS, nothing
- * freed; MEMKIND_ERROR_INVALID for an unknown kind. */
+/* A file-backed kind is destroyed with its memory; the static kinds live
+ * as long as the process (MEMKIND_SUCCESS, nothing freed).
+ * MEMKIND_ERROR_INVALID for an unknown kind. */
 SICM_MEMKIND_API int memkind_destroy_kind(memkind_t kind);
 /* Bytes of the memory the kind allocates from, for the calling thread's
  * node: the sum of its devices' capacities (every node for
- * MEMKIND_DEFAULT and MEMKIND_REGULAR); -1 for a preferred or hugetlb
+ * MEMKIND_DEFAULT and MEMKIND_REGULAR; a file-backed kind's size); -1 for a preferred or hugetlb
  * kind (its memory is not one set of nodes) or an unknown kind. */
 SICM_MEMKIND_API ssize_t memkind_get_capacity(memkind_t kind);
 /* Refreshes the figures memkind_get_stat() reads: MEMKIND_SUCCESS. */
@@ -190,6 +194,32 @@ SICM_MEMKIND_API int memkind_get_stat(memkind_t kind, memkind_stat_type stat, si
  * MEMKIND_SUCCESS, or MEMKIND_ERROR_INVALID for unknown opts. */
 SICM_MEMKIND_API int memkind_stats_print(void (*write_cb)(void *, const char *), void *cbopaque,
                                          memkind_stat_print_opt opts);
+/* File-backed kinds (memkind's PMEM kinds): each a libsicm file-backed
+ * arena (sicm_arena_create_file(3)) in a file of no name in `dir` — a DAX
+ * file system holding persistent or CXL memory, tmpfs, or any other — of
+ * max_size bytes (0: the file system's free space), gone when the kind is
+ * destroyed or the process ends.  MEMKIND_SUCCESS; MEMKIND_ERROR_INVALID
+ * for dir or kind NULL, a max_size below MEMKIND_PMEM_MIN_SIZE but not 0,
+ * or a directory where no file can be made; MEMKIND_ERROR_MMAP when the
+ * file system cannot hold max_size; MEMKIND_ERROR_TOOMANY when 64
+ * file-backed kinds exist.  memkind_destroy_kind() frees its memory. */
+SICM_MEMKIND_API int memkind_create_pmem(const char *dir, size_t max_size, memkind_t *kind);
+/* The same from a configuration: its path and size (the usage policy is
+ * accepted and changes nothing: freed memory is reused either way).
+ * MEMKIND_ERROR_INVALID also for cfg NULL or an unknown policy. */
+SICM_MEMKIND_API int memkind_create_pmem_with_config(struct memkind_config *cfg, memkind_t *kind);
+/* A configuration: NULL when out of memory.  The path is kept, not copied. */
+SICM_MEMKIND_API struct memkind_config *memkind_config_new(void);
+SICM_MEMKIND_API void memkind_config_delete(struct memkind_config *cfg);
+SICM_MEMKIND_API void memkind_config_set_path(struct memkind_config *cfg, const char *pmem_dir);
+SICM_MEMKIND_API void memkind_config_set_size(struct memkind_config *cfg, size_t pmem_size);
+SICM_MEMKIND_API void memkind_config_set_memory_usage_policy(struct memkind_config *cfg,
+                                                             memkind_mem_usage_policy policy);
+/* 0 when pmem_dir is on a DAX file system (a file there maps with
+ * MAP_SYNC), MEMKIND_ERROR_MMAP when it is not, MEMKIND_ERROR_RUNTIME when
+ * no file can be made there. */
+SICM_MEMKIND_API int memkind_check_dax_path(const char *pmem_dir);
+
 /* Deprecated in memkind: the kind of a partition number
  * (MEMKIND_PARTITION_*).  0, or MEMKIND_ERROR_UNAVAILABLE (unknown
  * partition, or kind NULL). */

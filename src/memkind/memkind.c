@@ -24,8 +24,8 @@
 #include "config.h"
 #include "memkind_internal.h"
 
-#define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL}
-static struct memkind kinds[] = {
+#define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL, NULL, 0}
+static struct memkind kinds[MK_KINDS_MAX] = {
     KIND("memkind_default", MEM_LOCAL, SCOPE_NEAREST, PLACE_PREFERRED),
     KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
     KIND("memkind_hbw", MEM_HBW, SCOPE_NEAREST, PLACE_BIND),
@@ -52,17 +52,16 @@ static struct memkind kinds[] = {
     KIND("memkind_hbw_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
     KIND("memkind_hbw_preferred_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_PREFERRED),
     /* hbw_posix_memalign_psize(HBW_PAGESIZE_2MB): transparent huge pages. */
-    {"hbw_thp", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL},
-    {"hbw_thp_all", MEM_HBW, SCOPE_ALL, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL},
-    {"hbw_thp_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, SICM_ARENA_HUGEPAGES, NULL},
-    {"hbw_thp_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE, SICM_ARENA_HUGEPAGES, NULL},
+    {"hbw_thp", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL, NULL, 0},
+    {"hbw_thp_all", MEM_HBW, SCOPE_ALL, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL, NULL, 0},
+    {"hbw_thp_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, SICM_ARENA_HUGEPAGES, NULL, NULL, 0},
+    {"hbw_thp_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE, SICM_ARENA_HUGEPAGES, NULL, NULL, 0},
     KIND("memkind_hbw_all_hugetlb", MEM_HUGETLB, SCOPE_ALL, PLACE_BIND),
     KIND("memkind_gbtlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
     KIND("memkind_hbw_gbtlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
     KIND("memkind_hbw_preferred_gbtlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_PREFERRED),
 };
-#define NKINDS (sizeof kinds / sizeof kinds[0])
-_Static_assert(NKINDS == MK_NKINDS, "MK_NKINDS counts the kinds");
+#define NKINDS MK_NKINDS /* the static kinds; file-backed ones follow, made at run time */
 /* The process's malloc.  Compared by address on the fast path: reading the
  * exported MEMKIND_REGULAR, or the kind, would be a load. */
 #define KIND_REGULAR (&kinds[1])
@@ -96,7 +95,7 @@ memkind_t MEMKIND_GBTLB = &kinds[27];
 memkind_t MEMKIND_HBW_GBTLB = &kinds[28];
 memkind_t MEMKIND_HBW_PREFERRED_GBTLB = &kinds[29];
 
-memkind_t mk_kind(unsigned i) { return i < NKINDS ? &kinds[i] : NULL; }
+memkind_t mk_kind(unsigned i) { return i < MK_KINDS_MAX ? &kinds[i] : NULL; }
 
 memkind_t mk_hbw_kind(int policy, int huge) {
   static const unsigned base[] = {[1] = 2, [2] = 4, [3] = 5, [4] = 3};
@@ -127,7 +126,13 @@ static inline int cpu_now(void) {
   return cpu >= 0 ? cpu : sched_getcpu();
 }
 
-static int kind_valid(memkind_t kind) { return kind >= &kinds[0] && kind < &kinds[NKINDS]; }
+/* A static kind, or a file-backed one that exists (its slot has a name). */
+static int kind_valid(memkind_t kind) {
+  if (kind >= &kinds[0] && kind < &kinds[NKINDS])
+    return 1;
+  return kind >= &kinds[NKINDS] && kind < &kinds[MK_KINDS_MAX] &&
+         __atomic_load_n(&kind->name, __ATOMIC_ACQUIRE) != NULL;
+}
 int mk_kind_valid(memkind_t kind) { return kind_valid(kind); }
 
 /* Whether the heap serves the kind whenever its arenas do not:
@@ -171,6 +176,8 @@ static void known_add(sicm_arena arena, memkind_t kind) {
   }
 }
 
+void mk_kind_publish(memkind_t kind, sicm_arena arena) { known_add(arena, kind); }
+
 /* The kind of an arena the table holds; NULL when it does not (yet). */
 static inline memkind_t known_kind(sicm_arena arena) {
   for (unsigned i = 0, h = known_hash(arena); i < KNOWN_PROBES; i++) {
@@ -196,6 +203,11 @@ static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
   if (!mk_ready() || k->memory == MEM_HUGETLB) {
     errno = ENOMEM;
     return NULL;
+  }
+  if (k->memory == MEM_FILE) { /* one arena, whatever the node */
+    if ((unsigned)cpu < MK_FAST_CPUS)
+      __atomic_store_n(&mk_fast.arena[cpu][k - kinds], k->file_arena, __ATOMIC_RELEASE);
+    return k->file_arena;
   }
   int node = cpu >= 0 && cpu < mk_machine.ncpus ? mk_machine.cpu_node[cpu] : -1;
   int by_cpu = node >= 0; /* else the thread's own node: not the CPU's to keep */
@@ -550,7 +562,7 @@ void *memkind_realloc(memkind_t kind, void *ptr, size_t size) {
 int memkind_check_available(memkind_t kind) {
   if (!kind_valid(kind))
     return MEMKIND_ERROR_INVALID;
-  if (kind_of_heap(kind))
+  if (kind_of_heap(kind) || kind->memory == MEM_FILE)
     return 0;
   if (kind->memory == MEM_HUGETLB)
     return MEMKIND_ERROR_HUGETLB;

@@ -62,8 +62,12 @@ int memkind_create_kind(memkind_memtype_t memtype_flags, memkind_policy_t policy
   return MEMKIND_ERROR_INVALID;
 }
 
+/* A file-backed kind goes with its memory; the static kinds live as long
+ * as the process (memkind would destroy their arenas under other users). */
 int memkind_destroy_kind(memkind_t kind) {
-  return mk_kind_valid(kind) ? MEMKIND_SUCCESS : MEMKIND_ERROR_INVALID;
+  if (!mk_kind_valid(kind))
+    return MEMKIND_ERROR_INVALID;
+  return kind->memory == MEM_FILE ? mk_file_kind_destroy(kind) : MEMKIND_SUCCESS;
 }
 
 int memkind_get_kind_by_partition(int partition, memkind_t *kind) {
@@ -114,6 +118,8 @@ ssize_t memkind_get_capacity(memkind_t kind) {
     }
     return (ssize_t)total;
   }
+  if (kind->memory == MEM_FILE)
+    return (ssize_t)kind->file_size;
   if (kind->place == PLACE_PREFERRED || kind->memory == MEM_HUGETLB)
     return -1;
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
@@ -129,7 +135,7 @@ ssize_t memkind_get_capacity(memkind_t kind) {
 
 enum { STATS = MEMKIND_STAT_TYPE_MAX_VALUE };
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
-static size_t cached[MK_NKINDS + 1][STATS]; /* per kind, then the total */
+static size_t cached[MK_KINDS_MAX + 1][STATS]; /* per kind slot, then the total */
 
 /* The kind's figures now: its arenas', or the heap's. */
 static void kind_stats(memkind_t kind, size_t out[STATS]) {
@@ -142,8 +148,10 @@ static void kind_stats(memkind_t kind, size_t out[STATS]) {
     return;
   }
   sicm_arena *arenas = __atomic_load_n(&kind->arenas, __ATOMIC_ACQUIRE);
-  for (int node = 0; arenas != NULL && node < mk_machine.node_slots; node++) {
-    sicm_arena a = __atomic_load_n(&arenas[node], __ATOMIC_ACQUIRE);
+  int n = kind->memory == MEM_FILE ? 1 : arenas != NULL ? mk_machine.node_slots : 0;
+  for (int node = 0; node < n; node++) {
+    sicm_arena a = kind->memory == MEM_FILE ? kind->file_arena
+                                             : __atomic_load_n(&arenas[node], __ATOMIC_ACQUIRE);
     sicm_arena_stats s;
     if (a == NULL || sicm_arena_get_stats(a, &s) != 0)
       continue;
@@ -154,16 +162,19 @@ static void kind_stats(memkind_t kind, size_t out[STATS]) {
 }
 
 int memkind_update_cached_stats(void) {
-  size_t now[MK_NKINDS + 1][STATS] = {{0}};
+  static size_t now[MK_KINDS_MAX + 1][STATS];
+  pthread_mutex_lock(&stats_lock);
+  memset(now, 0, sizeof now);
   int heap_counted = 0; /* MEMKIND_DEFAULT and MEMKIND_REGULAR may share the heap */
-  for (unsigned k = 0; k < MK_NKINDS; k++) {
+  for (unsigned k = 0; k < MK_KINDS_MAX; k++) {
+    if (!mk_kind_valid(mk_kind(k)))
+      continue;
     kind_stats(mk_kind(k), now[k]);
     if (mk_kind_in_heap(mk_kind(k)) && heap_counted++)
       continue;
     for (int s = 0; s < STATS; s++)
-      now[MK_NKINDS][s] += now[k][s];
+      now[MK_KINDS_MAX][s] += now[k][s];
   }
-  pthread_mutex_lock(&stats_lock);
   memcpy(cached, now, sizeof cached);
   pthread_mutex_unlock(&stats_lock);
   return MEMKIND_SUCCESS;
@@ -172,10 +183,7 @@ int memkind_update_cached_stats(void) {
 int memkind_get_stat(memkind_t kind, memkind_stat_type stat, size_t *value) {
   if (value == NULL || (unsigned)stat >= STATS || (kind != NULL && !mk_kind_valid(kind)))
     return MEMKIND_ERROR_INVALID;
-  unsigned row = MK_NKINDS;
-  for (unsigned k = 0; kind != NULL && k < MK_NKINDS; k++)
-    if (mk_kind(k) == kind)
-      row = k;
+  unsigned row = kind == NULL ? MK_KINDS_MAX : (unsigned)(kind - mk_kind(0));
   pthread_mutex_lock(&stats_lock);
   *value = cached[row][stat];
   pthread_mutex_unlock(&stats_lock);
@@ -197,15 +205,17 @@ int memkind_stats_print(void (*write_cb)(void *, const char *), void *cbopaque,
   memkind_update_cached_stats();
   char line[256];
   write_cb(cbopaque, json ? "{\"memkind\": {\"kinds\": [" : "memkind statistics (libsicm), bytes:\n");
-  for (unsigned k = 0, first = 1; k <= MK_NKINDS; k++) {
-    if (k == MK_NKINDS && (opts & MEMKIND_STAT_PRINT_OMIT_GENERAL))
+  for (unsigned k = 0, first = 1; k <= MK_KINDS_MAX; k++) {
+    if (k == MK_KINDS_MAX && (opts & MEMKIND_STAT_PRINT_OMIT_GENERAL))
       break;
+    if (k < MK_KINDS_MAX && !mk_kind_valid(mk_kind(k)))
+      continue;
     size_t s[STATS];
     pthread_mutex_lock(&stats_lock);
     memcpy(s, cached[k], sizeof s);
     pthread_mutex_unlock(&stats_lock);
-    const char *name = k < MK_NKINDS ? mk_kind(k)->name : "total";
-    if (k < MK_NKINDS && s[MEMKIND_STAT_TYPE_RESIDENT] == 0 && s[MEMKIND_STAT_TYPE_ALLOCATED] == 0)
+    const char *name = k < MK_KINDS_MAX ? mk_kind(k)->name : "total";
+    if (k < MK_KINDS_MAX && s[MEMKIND_STAT_TYPE_RESIDENT] == 0 && s[MEMKIND_STAT_TYPE_ALLOCATED] == 0)
       continue; /* a kind never used */
     snprintf(line, sizeof line,
              json ? "%s{\"name\": \"%s\", \"resident\": %zu, \"active\": %zu, \"allocated\": %zu}"

@@ -16,7 +16,8 @@ typedef enum kind_memory {
   MEM_HIGHEST_CAPACITY,
   MEM_LOWEST_LATENCY,
   MEM_HIGHEST_BANDWIDTH,
-  MEM_HUGETLB             /* not provided */
+  MEM_HUGETLB,            /* not provided */
+  MEM_FILE                /* a file in a directory (memkind_create_pmem) */
 } kind_memory;
 
 typedef enum kind_scope { SCOPE_NEAREST, SCOPE_ALL, SCOPE_LOCAL } kind_scope;
@@ -29,9 +30,13 @@ struct memkind {
   kind_place place;
   unsigned arena_flags;         /* SICM_ARENA_HUGEPAGES for 2 MiB pages */
   sicm_arena *arenas;           /* per initiator node; set once, atomically */
+  sicm_arena file_arena;        /* MEM_FILE: the kind's one arena */
+  size_t file_size;             /* MEM_FILE: its bytes */
 };
 
-#define MK_NKINDS 30            /* the kinds of memkind.c */
+#define MK_NKINDS 30            /* the static kinds of memkind.c */
+#define MK_FILE_KINDS 64        /* file-backed kinds that may exist at once */
+#define MK_KINDS_MAX (MK_NKINDS + MK_FILE_KINDS)
 /* CPUs whose arenas the fast path keeps: glibc's CPU_SETSIZE.  A thread on
  * a CPU past it finds its node's arena by the slow path on every call. */
 #define MK_FAST_CPUS 1024
@@ -47,7 +52,7 @@ struct mk_fast {
   /* Per CPU and kind, the arena of that CPU's node once a thread there
    * found it.  Stored only after start-up, so a thread that sees an arena
    * sees the rest. */
-  sicm_arena arena[MK_FAST_CPUS][MK_NKINDS];
+  sicm_arena arena[MK_FAST_CPUS][MK_KINDS_MAX];
 };
 extern struct mk_fast mk_fast;
 
@@ -84,12 +89,16 @@ int mk_ready(void);
 unsigned mk_kind_devices(const struct memkind *k, int node, sicm_device **out);
 int mk_is_hbw_device(const sicm_device *d);
 
-/* The i-th kind of memkind.c (NULL past the last), and whether a kind is
- * one of them. */
+/* The i-th kind slot of memkind.c (NULL past the last; a file-backed
+ * slot is free while its name is NULL), and whether a kind exists. */
 memkind_t mk_kind(unsigned i);
 int mk_kind_valid(memkind_t kind);
 /* Whether the kind's memory is the process heap's now. */
 int mk_kind_in_heap(memkind_t kind);
+/* Records that `arena` is the kind's (memkind_detect_kind finds it). */
+void mk_kind_publish(memkind_t kind, sicm_arena arena);
+/* memkind_pmem.c: destroys a file-backed kind and frees its slot. */
+int mk_file_kind_destroy(memkind_t kind);
 /* The HBW kind of an hbw_policy_t (huge: in transparent huge pages). */
 memkind_t mk_hbw_kind(int policy, int huge);
 /* memkind_malloc for a kind known valid. */
