@@ -314,20 +314,33 @@ sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *
 
 /* ---- file-backed arenas ---- */
 
-/* A file of no name in dir (O_TMPFILE; where the file system has none, a
- * name removed at once), so that nothing is left behind by any exit. */
-static int unnamed_file(const char *dir) {
+/* A file of no name in dir, of `size` bytes (O_TMPFILE; where the file
+ * system has none, a name removed at once), so that nothing is left behind
+ * by any exit.  Some file systems (9p) open an O_TMPFILE they cannot size,
+ * or size a file only while it has a name: it is sized before the name goes. */
+static int unnamed_file(const char *dir, size_t size) {
   int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+  if (fd >= 0 && ftruncate(fd, (off_t)size) == 0)
     return fd;
+  if (fd >= 0)
+    close(fd);
+  else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+    return -1;
   char path[PATH_MAX];
   if (snprintf(path, sizeof path, "%s/.sicm-file-XXXXXX", dir) >= (int)sizeof path) {
     errno = ENAMETOOLONG;
     return -1;
   }
   fd = mkostemp(path, O_CLOEXEC);
-  if (fd >= 0)
-    unlink(path);
+  if (fd < 0)
+    return -1;
+  int sized = ftruncate(fd, (off_t)size), err = errno;
+  unlink(path);
+  if (sized != 0) {
+    close(fd);
+    errno = err;
+    return -1;
+  }
   return fd;
 }
 
@@ -341,15 +354,16 @@ sicm_arena sicm_arena_create_file(const char *dir, size_t size, sicm_device *dev
   uintptr_t base = segment_place(&size, dir);
   if (base == 0)
     return NULL;
-  int fd = unnamed_file(dir);
+  int fd = unnamed_file(dir, size);
   if (fd < 0)
-    return sc_fail_null(errno, "cannot make a file in %s: %s", dir, strerror(errno));
+    return sc_fail_null(errno, "cannot make a file of %zu bytes in %s: %s", size, dir,
+                          strerror(errno));
   struct stat st;
   char name[SC_SHM_NAME_MAX + 1];
   snprintf(name, sizeof name, "file:%s", dir);
   sicm_arena sa = NULL;
-  if (ftruncate(fd, (off_t)size) != 0 || fstat(fd, &st) != 0)
-    sc_fail(errno, "cannot size a file in %s: %s", dir, strerror(errno));
+  if (fstat(fd, &st) != 0)
+    sc_fail(errno, "cannot read a file in %s: %s", dir, strerror(errno));
   else
     sa = segment_build(fd, base, size, name, &binding, &st);
   int err = errno;
