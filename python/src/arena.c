@@ -111,31 +111,46 @@ static void arena_free(void *ctx, void *ptr, size_t size) {
   atomic_fetch_sub_explicit(&a->live, 1, memory_order_relaxed);
 }
 
-static void arena_capsule_free(PyObject *capsule) {
-  PyDataMem_Handler *h = PyCapsule_GetPointer(capsule, "mem_handler");
-  ArenaObject *a = h->allocator.ctx;
-  atomic_fetch_sub(&a->handlers, 1);
-  PyMem_RawFree(h);
-  Py_DECREF(a);
+/* A handler capsule: numpy's handler, then what its destructor lets go. */
+typedef struct {
+  PyDataMem_Handler handler; /* first: the capsule's pointer is to it */
+  PyObject *owner;           /* the allocator's ctx, referenced */
+  atomic_long *handlers;     /* the owner's count of its capsules, or NULL */
+} handler_capsule;
+
+static void handler_capsule_free(PyObject *capsule) {
+  handler_capsule *c = PyCapsule_GetPointer(capsule, "mem_handler");
+  if (c->handlers)
+    atomic_fetch_sub(c->handlers, 1);
+  Py_DECREF(c->owner);
+  PyMem_RawFree(c);
+}
+
+PyObject *sicm_py_capsule(const char *name, PyDataMemAllocator allocator, atomic_long *handlers) {
+  handler_capsule *c = PyMem_RawCalloc(1, sizeof *c);
+  if (!c)
+    return PyErr_NoMemory();
+  snprintf(c->handler.name, sizeof c->handler.name, "%s", name);
+  c->handler.version = 1;
+  c->handler.allocator = allocator;
+  PyObject *capsule = PyCapsule_New(c, "mem_handler", handler_capsule_free);
+  if (!capsule) {
+    PyMem_RawFree(c);
+    return NULL;
+  }
+  c->owner = Py_NewRef((PyObject *)allocator.ctx);
+  c->handlers = handlers;
+  if (handlers)
+    atomic_fetch_add(handlers, 1);
+  return capsule;
 }
 
 PyObject *sicm_py_arena_capsule(ArenaObject *a) {
-  PyDataMem_Handler *h = PyMem_RawCalloc(1, sizeof *h);
-  if (!h)
-    return PyErr_NoMemory();
-  char name[SICM_ARENA_NAME_MAX] = "";
-  sicm_arena_get_name(a->arena, name, sizeof name);
-  snprintf(h->name, sizeof h->name, "sicm_arena:%s", name);
-  h->version = 1;
-  h->allocator = (PyDataMemAllocator){a, arena_malloc, arena_calloc, arena_realloc, arena_free};
-  PyObject *capsule = PyCapsule_New(h, "mem_handler", arena_capsule_free);
-  if (!capsule) {
-    PyMem_RawFree(h);
-    return NULL;
-  }
-  Py_INCREF(a);
-  atomic_fetch_add(&a->handlers, 1);
-  return capsule;
+  char arena_name[SICM_ARENA_NAME_MAX] = "", name[sizeof "sicm_arena:" + SICM_ARENA_NAME_MAX];
+  sicm_arena_get_name(a->arena, arena_name, sizeof arena_name);
+  snprintf(name, sizeof name, "sicm_arena:%s", arena_name);
+  return sicm_py_capsule(name, (PyDataMemAllocator){a, arena_malloc, arena_calloc, arena_realloc, arena_free},
+                         &a->handlers);
 }
 
 /* ---- the Arena type ---- */

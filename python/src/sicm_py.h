@@ -61,6 +61,10 @@ int sicm_py_handler_init(PyObject *module);
 PyObject *sicm_py_enter(PyObject *self, PyObject *capsule);
 PyObject *sicm_py_exit(PyObject *self, PyObject *args);
 
+/* A NEP 49 handler capsule named `name` over `allocator`: it holds a
+ * reference to allocator.ctx, and counts itself in *handlers (NULL: no
+ * count) while it lives. */
+PyObject *sicm_py_capsule(const char *name, PyDataMemAllocator allocator, atomic_long *handlers);
 /* A handler capsule over an arena object / a SiteArenas object. */
 PyObject *sicm_py_arena_capsule(ArenaObject *a);
 PyObject *sicm_py_sites_capsule(PyObject *sites);

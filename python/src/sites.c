@@ -36,7 +36,6 @@ typedef struct {
   site_slot *slots;   /* open addressing, capacity a power of two */
   size_t cap, used;
   PyObject *arenas;   /* list: the per-line arenas, oldest first */
-  atomic_long handlers;
   atomic_long unplaced; /* large blocks no arena could take (given to numpy's default) */
 } SitesObject;
 
@@ -218,14 +217,6 @@ static void sites_free(void *ctx, void *ptr, size_t size) {
     numpy_default.free(numpy_default.ctx, ptr, size);
 }
 
-static void sites_capsule_free(PyObject *capsule) {
-  PyDataMem_Handler *h = PyCapsule_GetPointer(capsule, "mem_handler");
-  SitesObject *s = h->allocator.ctx;
-  atomic_fetch_sub(&s->handlers, 1);
-  PyMem_RawFree(h);
-  Py_DECREF(s);
-}
-
 PyObject *sicm_py_sites_capsule(PyObject *sites) {
   SitesObject *s = (SitesObject *)sites;
   if (!numpy_default.malloc) {
@@ -234,20 +225,8 @@ PyObject *sicm_py_sites_capsule(PyObject *sites) {
       return NULL;
     numpy_default = def->allocator;
   }
-  PyDataMem_Handler *h = PyMem_RawCalloc(1, sizeof *h);
-  if (!h)
-    return PyErr_NoMemory();
-  snprintf(h->name, sizeof h->name, "sicm_sites");
-  h->version = 1;
-  h->allocator = (PyDataMemAllocator){s, sites_malloc, sites_calloc, sites_realloc, sites_free};
-  PyObject *capsule = PyCapsule_New(h, "mem_handler", sites_capsule_free);
-  if (!capsule) {
-    PyMem_RawFree(h);
-    return NULL;
-  }
-  Py_INCREF(s);
-  atomic_fetch_add(&s->handlers, 1);
-  return capsule;
+  return sicm_py_capsule("sicm_sites", (PyDataMemAllocator){s, sites_malloc, sites_calloc, sites_realloc, sites_free},
+                         NULL);
 }
 
 /* ---- the SiteArenas type ---- */

@@ -62,8 +62,8 @@ numpy-full)
   fi
   workers=""
   "$python" -c 'import xdist' 2>/dev/null && workers="-n $(nproc)"
-  # Left out on every machine alike: TestHistogram.test_big_arrays peaks
-  # above 23 GiB resident with numpy's own allocator; and
+  # Left out on every machine alike: TestHistogram.test_big_arrays needs
+  # more memory than a test machine has, with numpy's own allocator too; and
   # TestLogspace.test_start_stop_array asserts bit-equal results of two
   # computations whose SIMD path depends on where malloc put the data, which
   # only glibc's placement meets (it fails with Debian's jemalloc, tcmalloc
