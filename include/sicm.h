@@ -305,13 +305,14 @@ enum sicm_arena_flags {
  * their own, up to one per CPU and at most 8 (one for a maxsize below
  * 256 MiB); a thread caches up to 256 KiB per size class and arena, and
  * the one large block (up to 4 MiB) it freed last, given back at thread
- * exit or destroy.  What a destroyed arena leaves is reused
- * by the next ones, so a process that creates and destroys arenas in a
- * loop stays flat.  BENCHMARKS.md ("What an arena costs") has the figures.
+ * exit or destroy.  What a destroyed arena leaves is reused by the next
+ * ones, so a process that creates and destroys arenas in a loop stays flat.
+ * On a hugetlb device the pages come from the node's reserved pool as the
+ * arena commits them (a pool run dry is ENOMEM, never SIGBUS); maxsize counts
+ * whole huge pages, and the arena moves to devices of its page size only.
  * Returns the arena, or NULL with errno
  *   EPERM   library not initialized;
  *   EINVAL  dev NULL or not from sicm_devices();
- *   ENOTSUP dev is a hugetlb device (not supported yet);
  *   ENOMEM  out of address space, or out of memory;
  *   EAGAIN  the allocator has no free arena index (about 4000 arenas live). */
 SICM_API sicm_arena sicm_arena_create(size_t maxsize, sicm_device *dev);
@@ -518,10 +519,13 @@ typedef struct sicm_migration_report {
  * arena is strictly bound: allocating more than the target holds then
  * meets the kernel's handling of a full node, as any strictly bound memory
  * does (an arena created with SICM_ARENA_PREFERRED falls back instead).
+ * A hugetlb arena's pages move only where the target's pool has free
+ * huge pages of that size (ENOMEM otherwise, found during the move).
  *
  * Returns 0 when every page is on the target, or -1 with errno, having
  * moved every page back to where the arena was bound before:
- *   EINVAL  bad handle or device (as sicm_arena_create());
+ *   EINVAL  bad handle or device (as sicm_arena_create()), or a device
+ *           of another page size than the arena's;
  *   ESTALE  the arena was destroyed;
  *   ENOMEM  the target lacks free memory for the arena's pages (checked
  *           before the move, as above, or found during it);

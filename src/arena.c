@@ -94,8 +94,10 @@ int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
   for (unsigned i = 0; i < ndevs; i++) {
     if (!sc_device_is_known(s, devs[i]))
       return sc_fail(EINVAL, "device %u is not from sicm_devices()", i);
-    if (devs[i]->huge)
-      return sc_fail(ENOTSUP, "arenas on hugetlb devices are not supported yet");
+    size_t huge_page = devs[i]->huge ? devs[i]->page_size : 0;
+    if (i > 0 && huge_page != out->huge_page)
+      return sc_fail(EINVAL, "devices 0 and %u have different page sizes", i);
+    out->huge_page = huge_page;
     if (devs[i]->node >= SC_NODES_MAX)
       return sc_fail(EINVAL, "node %d is beyond the %d nodes arenas support", devs[i]->node,
                      SC_NODES_MAX);
@@ -106,6 +108,8 @@ int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
     out->devices[i] = devs[i];
   }
   out->ndevices = ndevs;
+  if (out->huge_page && (flags & (SICM_ARENA_NOHUGEPAGES | SICM_ARENA_AUTOPLACE)))
+    return sc_fail(EINVAL, "a hugetlb arena has huge pages, and the placer moves base pages only");
   if (flags & SICM_ARENA_INTERLEAVE)
     out->policy = MPOL_INTERLEAVE;
   else if (flags & SICM_ARENA_PREFERRED)
@@ -134,6 +138,7 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   a->ops = config->ops;
   a->flags = config->flags;
   a->maxsize = config->maxsize;
+  a->huge_page = config->binding->huge_page;
   a->library_default = config->library_default;
   sc_arena_binding_set(a, config->binding);
   a->migrated = 0;

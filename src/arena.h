@@ -32,6 +32,10 @@ typedef struct sc_window {
    * it took is retained address space), or used in a shared arena.
    * Residency scans and moves stop there. */
   size_t reach;
+  size_t room;                  /* bytes that can be handed out: all but a guard */
+  /* A hugetlb window's populated huge pages, a bit each (arena_huge.c);
+   * NULL in the others. */
+  unsigned long *populated;
 } sc_window;
 
 /* Where an arena's pages go: the devices and the mbind policy over them. */
@@ -40,6 +44,7 @@ typedef struct sc_binding {
   sc_nodemask nodes;            /* nodes of the devices */
   unsigned ndevices;
   sicm_device *devices[SICM_ARENA_DEVICES_MAX];
+  size_t huge_page;             /* the devices' hugetlb page size; 0: base pages */
   /* The most an arena so bound can ever hold: its devices' capacity (all
    * memory when it may fall back) plus swap. */
   size_t capacity;
@@ -107,6 +112,11 @@ struct sc_arena {
   int library_default;          /* 1: a default arena sicm_fini() destroys */
   unsigned flags;               /* SICM_ARENA_* of its creation */
   size_t maxsize;               /* 0: unlimited */
+  /* Its hugetlb page size (binding.huge_page, fixed at creation), 0 for
+   * base pages.  Hugetlb windows hold huge pages populated at commit, so
+   * that running out of reserved pages is a failed allocation, never a
+   * SIGBUS at first touch; held counts whole huge pages. */
+  size_t huge_page;
   size_t held;                  /* atomic: bytes committed to it */
   sc_binding binding;           /* changed by migration under window_lock */
   size_t capacity;              /* atomic: binding.capacity, for allocations to read */
@@ -267,6 +277,9 @@ int sc_window_pages_open(void);
 /* Makes [base, base + size) — mapped by the caller, base chunk-aligned —
  * the arena's one window, fully used. */
 void sc_window_adopt(sc_arena *a, void *base, size_t size);
+/* The window of a hugetlb arena holding p (caller holds window_lock), or
+ * NULL: its `populated` bits say which huge pages the hooks populated. */
+sc_window *sc_window_of(sc_arena *a, const void *p);
 /* Takes size bytes (aligned) from the arena's windows, reserving a new
  * window when needed; NULL with errno.  Caller holds window_lock. */
 void *sc_window_take(sc_arena *a, void *new_addr, size_t size, size_t alignment);

@@ -199,8 +199,9 @@ void *sc_je_alloc_miss(sc_arena *a, sc_thread_cache *cache, size_t sz) {
  * block, which costs more than the program's own first touch of it. */
 #define SC_ZERO_BY_DROP_MIN ((size_t)1 << 20)
 
-static void zero_block(void *p, size_t sz) {
-  if (sz < SC_ZERO_BY_DROP_MIN) {
+static void zero_block(const sc_arena *a, void *p, size_t sz) {
+  /* A dropped huge page would fault again, where a dry pool means SIGBUS. */
+  if (sz < SC_ZERO_BY_DROP_MIN || a->huge_page) {
     memset(p, 0, sz);
     return;
   }
@@ -216,7 +217,7 @@ static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t a
   if (zero && align == 0) {
     void *p = private_alloc(a, generation, sz, 0, 0);
     if (p != NULL)
-      zero_block(p, sz);
+      zero_block(a, p, sz);
     return p;
   }
   sc_thread_cache *cache = sc_thread_cache_get(a, generation);

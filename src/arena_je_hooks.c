@@ -42,6 +42,72 @@ static void held_release(sc_arena *a, size_t len) {
   __atomic_fetch_sub(&a->held, len, __ATOMIC_RELAXED);
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+static bool huge_bit(const sc_window *w, uintptr_t page, size_t huge) {
+  size_t i = (page - (uintptr_t)w->base) / huge, word = 8 * sizeof(unsigned long);
+  return (w->populated[i / word] >> (i % word)) & 1;
+}
+
+static void huge_bit_set(sc_window *w, uintptr_t page, size_t huge, bool on) {
+  size_t i = (page - (uintptr_t)w->base) / huge, word = 8 * sizeof(unsigned long);
+  if (on)
+    w->populated[i / word] |= 1ul << (i % word);
+  else
+    w->populated[i / word] &= ~(1ul << (i % word));
+}
+
+/* Commit in a hugetlb arena: each huge page around the range that is not
+ * populated yet is counted against maxsize, then populated now
+ * (MADV_POPULATE_WRITE fails where a first touch would raise SIGBUS).
+ * Pages populated before a failure stay, counted: a later commit uses
+ * them.  Bytes of a populated page that jemalloc never committed were
+ * never written (decommit drops whole pages only; purges are refused), so
+ * they read as zero when committed. */
+static bool huge_populate(sc_arena *a, void *addr, size_t len) {
+  size_t huge = a->huge_page;
+  uintptr_t lo = (uintptr_t)addr & ~(huge - 1), hi = sc_round_up((uintptr_t)addr + len, huge);
+  bool ok = true;
+  pthread_mutex_lock(&a->window_lock);
+  sc_window *w = sc_window_of(a, addr);
+  for (uintptr_t page = lo; ok && w != NULL && page < hi; page += huge) {
+    if (huge_bit(w, page, huge))
+      continue;
+    ok = held_reserve(a, huge);
+    if (ok && madvise((void *)page, huge, MADV_POPULATE_WRITE) != 0) {
+      held_release(a, huge);
+      sc_fail(ENOMEM, "no free %zu KiB huge page on the arena's nodes (%s)", huge >> 10,
+              strerror(errno));
+      ok = hook_fail(SC_HOOK_FAILED);
+    }
+    if (ok)
+      huge_bit_set(w, page, huge, true);
+  }
+  pthread_mutex_unlock(&a->window_lock);
+  if (ok)
+    sc_window_reach(a, addr, len);
+  return ok;
+}
+
+/* Decommit in a hugetlb arena: whole huge pages only, which go back to
+ * the node's pool; a part of a page stays committed (refused). */
+static bool huge_drop(sc_arena *a, void *addr, size_t len) {
+  size_t huge = a->huge_page;
+  if (((uintptr_t)addr | len) & (huge - 1) || madvise(addr, len, MADV_DONTNEED) != 0)
+    return false;
+  pthread_mutex_lock(&a->window_lock);
+  sc_window *w = sc_window_of(a, addr);
+  for (uintptr_t page = (uintptr_t)addr; w != NULL && page < (uintptr_t)addr + len; page += huge)
+    if (huge_bit(w, page, huge)) {
+      huge_bit_set(w, page, huge, false);
+      held_release(a, huge);
+    }
+  pthread_mutex_unlock(&a->window_lock);
+  return true;
+}
+
 static bool pages_open(void *addr, size_t len) {
   if (sc_window_pages_open() || mprotect(addr, len, PROT_READ | PROT_WRITE) == 0)
     return true;
@@ -91,7 +157,7 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
     *zero = *commit = p != NULL;
     return p;
   }
-  if (*commit && !held_reserve(a, size))
+  if (*commit && !a->huge_page && !held_reserve(a, size))
     return NULL;
   /* This call already failed to commit within maxsize.  jemalloc then
    * grows its address space to try again, which would fail the same way
@@ -104,6 +170,10 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
   pthread_mutex_unlock(&a->window_lock);
   if (p == NULL)
     hook_fail(SC_HOOK_FAILED);
+  if (p != NULL && a->huge_page) {
+    *zero = true;
+    return !*commit || huge_populate(a, p, size) ? p : NULL;
+  }
   if (p == NULL || (*commit && !pages_open(p, size))) {
     /* Address space taken but not opened stays reserved: jemalloc never
      * hands it back to us, and it costs no memory. */
@@ -128,13 +198,15 @@ static bool hook_dalloc(extent_hooks_t *hooks, void *addr, size_t size, bool com
 
 static void hook_destroy(extent_hooks_t *hooks, void *addr, size_t size, bool committed,
                          unsigned arena_ind) {
-  if (committed)
+  if (committed && !hooks_arena(hooks)->huge_page) /* huge pages: held goes with the windows */
     held_release(hooks_arena(hooks), size);
 }
 
 static bool hook_commit(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                         size_t length, unsigned arena_ind) {
   sc_arena *a = hooks_arena(hooks);
+  if (a->huge_page)
+    return !huge_populate(a, (char *)addr + offset, length);
   if (!held_reserve(a, length))
     return true;
   if (!pages_open((char *)addr + offset, length)) {
@@ -148,6 +220,8 @@ static bool hook_commit(extent_hooks_t *hooks, void *addr, size_t size, size_t o
 static bool hook_decommit(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                           size_t length, unsigned arena_ind) {
   char *p = (char *)addr + offset;
+  if (hooks_arena(hooks)->huge_page)
+    return !huge_drop(hooks_arena(hooks), p, length);
   /* Never munmap inside a window: a hole would break range-wide mbind.
    * The pages read as zero afterwards, as jemalloc expects of decommitted
    * memory that it commits again. */
@@ -158,13 +232,20 @@ static bool hook_decommit(extent_hooks_t *hooks, void *addr, size_t size, size_t
   return false;
 }
 
+/* A hugetlb arena refuses purges: a purged huge page would fault again at
+ * the next touch, where a pool run dry means SIGBUS; decommit gives its
+ * whole pages back instead. */
 static bool hook_purge_lazy(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                             size_t length, unsigned arena_ind) {
+  if (hooks_arena(hooks)->huge_page)
+    return true;
   return madvise((char *)addr + offset, length, MADV_FREE) != 0;
 }
 
 static bool hook_purge_forced(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                               size_t length, unsigned arena_ind) {
+  if (hooks_arena(hooks)->huge_page)
+    return true;
   return madvise((char *)addr + offset, length, MADV_DONTNEED) != 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_window.c: address windows.  A private arena owns large NORESERVE
- * reservations (PROT_NONE under strict overcommit), bound once to the
- * arena's nodes; jemalloc's extents are carved from their bottom (and
+ * reservations (PROT_NONE under strict overcommit; hugetlb mappings in a
+ * hugetlb arena), bound once to the arena's nodes; jemalloc's extents are carved from their bottom (and
  * opened with mprotect when PROT_NONE), so every piece inherits the binding, and the pages of the arena are always a few
  * known ranges (what migration moves).  A shared arena adopts its segment
  * as its one window.  A table indexed by 16 GiB chunk maps any address to
@@ -44,6 +44,13 @@ static void page_tags_clear(const sc_window *w) {
   }
 }
 
+sc_window *sc_window_of(sc_arena *a, const void *p) {
+  for (unsigned i = 0; i < a->nwindows; i++)
+    if ((uintptr_t)p - (uintptr_t)a->windows[i].base < a->windows[i].size)
+      return &a->windows[i];
+  return NULL;
+}
+
 int sc_window_contains(const sc_arena *a, uintptr_t p) {
   unsigned n = __atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < n; i++)
@@ -58,7 +65,9 @@ int sc_window_contains(const sc_arena *a, uintptr_t p) {
  * commits are rare (jemalloc reuses what it committed). */
 void sc_window_reach(sc_arena *a, void *p, size_t len) {
   uintptr_t last = (uintptr_t)p + len;
-  if (!(a->flags & SICM_ARENA_NOHUGEPAGES))
+  if (a->huge_page)
+    last = sc_round_up(last, a->huge_page);
+  else if (!(a->flags & SICM_ARENA_NOHUGEPAGES))
     last = sc_round_up(last, (size_t)2 << 20);
   pthread_mutex_lock(&a->window_lock);
   for (unsigned i = 0; i < a->nwindows; i++) {
@@ -111,6 +120,32 @@ int sc_window_pages_open(void) {
   return pages_open;
 }
 
+static size_t huge_bits_bytes(const sc_arena *a, size_t window_size) {
+  size_t bits = window_size / a->huge_page, word = 8 * sizeof(unsigned long);
+  return sc_round_up((bits + word - 1) / word * sizeof(unsigned long), sc_page_size());
+}
+
+/* Replaces the reserved range [base, base + size) with a hugetlb mapping
+ * of the arena's page size and gives it its bits.  NORESERVE: the kernel
+ * reserves nothing for the window; each page is taken from the node's
+ * pool when the hooks populate it. */
+static int window_map_huge(const sc_arena *a, char *base, size_t size, sc_window *w) {
+  int shift = __builtin_ctzl(a->huge_page);
+  void *h = mmap(base, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED | MAP_HUGETLB |
+                     (shift << MAP_HUGE_SHIFT), -1, 0);
+  if (h == MAP_FAILED)
+    return sc_fail(errno == EINVAL ? ENOMEM : errno, "no hugetlb mapping of %zu KiB pages: %s",
+                   a->huge_page >> 10, strerror(errno));
+  void *bits = mmap(NULL, huge_bits_bytes(a, size), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (bits == MAP_FAILED)
+    return sc_fail(ENOMEM, "out of memory for a hugetlb window's page bits");
+  w->populated = bits;
+  w->room = size;
+  return 0;
+}
+
 /* Reserves a new window of at least min_size bytes; 0 or -1 with errno. */
 static int window_reserve(sc_arena *a, size_t min_size) {
   if (a->nwindows == SC_WINDOWS_MAX)
@@ -119,7 +154,7 @@ static int window_reserve(sc_arena *a, size_t min_size) {
     return sc_fail(ENOMEM, "%zu bytes exceed any window", min_size);
   size_t size = sc_round_up(min_size > SC_CHUNK_SIZE ? min_size : SC_CHUNK_SIZE, SC_CHUNK_SIZE);
   size_t span = size + SC_CHUNK_SIZE;
-  int prot = sc_window_pages_open() ? PROT_READ | PROT_WRITE : PROT_NONE;
+  int prot = sc_window_pages_open() || a->huge_page ? PROT_READ | PROT_WRITE : PROT_NONE;
   char *raw = mmap(NULL, span, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED)
     return sc_fail(ENOMEM, "no %zu bytes of address space for a window: %s", span,
@@ -134,40 +169,44 @@ static int window_reserve(sc_arena *a, size_t min_size) {
     return sc_fail(ENOMEM, "the kernel placed a window above the %d-bit address space",
                    SC_ADDRESS_BITS);
   }
+  sc_window w = {base, size, 0, 0, size - sc_page_size(), NULL};
+  if (a->huge_page && window_map_huge(a, base, size, &w) != 0) {
+    int err = errno;
+    munmap(base, size);
+    errno = err;
+    return -1;
+  }
   if (mbind(base, size, a->binding.policy, a->binding.nodes.bits, SC_NODES_MAX, 0) != 0) {
     int err = errno;
     munmap(base, size);
+    if (w.populated)
+      munmap(w.populated, huge_bits_bytes(a, size));
     return sc_fail(err, "mbind of a new window to the arena's nodes failed: %s", strerror(err));
   }
   /* The guard page: no two windows are one mapping, even when adjacent
    * and bound alike, so /proc/self/smaps tells arenas apart (the placer's
-   * monitor reads it per mapping). */
-  if (prot != PROT_NONE && mprotect(base + size - sc_page_size(), sc_page_size(), PROT_NONE) != 0) {
+   * monitor reads it per mapping).  Hugetlb mappings never merge. */
+  if (!a->huge_page && prot != PROT_NONE && mprotect(base + size - sc_page_size(), sc_page_size(), PROT_NONE) != 0) {
     int err = errno;
     munmap(base, size);
     return sc_fail(err, "mprotect of a new window's guard page failed: %s", strerror(err));
   }
-  if (a->flags & SICM_ARENA_HUGEPAGES)
+  if ((a->flags & SICM_ARENA_HUGEPAGES) && !a->huge_page)
     madvise(base, size, MADV_HUGEPAGE); /* advice: a kernel without THP keeps base pages */
   else if (a->flags & SICM_ARENA_NOHUGEPAGES)
     madvise(base, size, MADV_NOHUGEPAGE);
-  sc_window w = {base, size, 0, 0};
   page_tags_make(&w);
   window_publish(a, &w);
   return 0;
 }
 
 void sc_window_adopt(sc_arena *a, void *base, size_t size) {
-  window_publish(a, &(sc_window){base, size, size, size});
+  window_publish(a, &(sc_window){base, size, size, size, size, NULL});
 }
-
-/* Bytes of a reserved window that can be handed out: all but its guard
- * page. */
-static size_t window_room(const sc_window *w) { return w->size - sc_page_size(); }
 
 static void *window_bump(sc_window *w, size_t size, size_t alignment) {
   uintptr_t start = sc_round_up((uintptr_t)w->base + w->used, alignment);
-  if (start + size > (uintptr_t)w->base + window_room(w))
+  if (start + size > (uintptr_t)w->base + w->room)
     return NULL;
   w->used = start + size - (uintptr_t)w->base;
   return (void *)start;
@@ -180,7 +219,7 @@ void *sc_window_take(sc_arena *a, void *new_addr, size_t size, size_t alignment)
     /* jemalloc asks for the bytes right after an extent to grow it in place. */
     for (unsigned i = 0; i < a->nwindows; i++) {
       sc_window *w = &a->windows[i];
-      if (w->base + w->used == (char *)new_addr && window_room(w) - w->used >= size) {
+      if (w->base + w->used == (char *)new_addr && w->room - w->used >= size) {
         w->used += size;
         return new_addr;
       }
@@ -206,6 +245,8 @@ void sc_window_release_all(sc_arena *a) {
     window_set_owner(&a->windows[i], 0);
     page_tags_clear(&a->windows[i]);
     munmap(a->windows[i].base, a->windows[i].size);
+    if (a->windows[i].populated)
+      munmap(a->windows[i].populated, huge_bits_bytes(a, a->windows[i].size));
   }
   __atomic_store_n(&a->nwindows, 0, __ATOMIC_RELEASE);
 }

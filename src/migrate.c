@@ -166,7 +166,7 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watc
   }
   /* Preferred placement may leave pages elsewhere; only binding is strict. */
   int strict = to->policy == MPOL_BIND || to->policy == MPOL_INTERLEAVE;
-  int huge = (a->flags & SICM_ARENA_HUGEPAGES) != 0;
+  int huge = (a->flags & SICM_ARENA_HUGEPAGES) != 0 || a->huge_page != 0;
   sc_binding from = a->binding;
   unsigned n = sc_window_snapshot(a, windows);
   /* Resident pages are committed ones: an arena with less committed than
@@ -179,7 +179,9 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watc
     __atomic_store_n(&watch->to_move, resident, __ATOMIC_RELAXED);
   if (!strict) /* counted for the watch alone: the guard is for strict targets */
     resident = 0;
-  int guarded = resident >= MOVE_GUARDED_MIN;
+  /* A huge page that finds no room on the target stays where it is (the
+   * kernel reclaims nothing for hugetlb pages): no guard needed. */
+  int guarded = resident >= MOVE_GUARDED_MIN && a->huge_page == 0;
   int rc = guarded ? target_room_check(windows, n, resident, to) : 0;
   int rolled = rc == 0 && move_to(a, to, guarded, strict, huge, watch, report) != 0;
   if (rolled)
@@ -220,7 +222,14 @@ static sc_arena *migrate_prepare(sicm_arena sa, sicm_device *const *devs, unsign
   if (flags & (SICM_ARENA_HUGEPAGES | SICM_ARENA_NOHUGEPAGES | SICM_ARENA_AUTOPLACE |
                SICM_ARENA_ANYWHERE))
     return sc_fail_null(EINVAL, "huge-page and placer flags belong to sicm_arena_create_devices");
-  return sc_binding_make(s, devs, ndevs, flags, to) == 0 ? a : NULL;
+  if (sc_binding_make(s, devs, ndevs, flags, to) != 0)
+    return NULL;
+  if (to->huge_page != a->huge_page)
+    return sc_fail_null(EINVAL, "the arena has %zu KiB pages, the target %zu KiB: the kernel "
+                                "moves pages, it does not change their size",
+                        (a->huge_page ? a->huge_page : sc_page_size()) >> 10,
+                        (to->huge_page ? to->huge_page : sc_page_size()) >> 10);
+  return a;
 }
 
 /* The program's move: the placer leaves the arena alone from now on. */

@@ -413,9 +413,12 @@ int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, i
    * (every unmap needs a TLB-shootdown IPI to the other mover's CPU); mbind
    * holds the mmap lock for writing: more threads would only wait. */
   job.small_pages = !huge;
-  job.by_mbind = huge && job.method == SC_MOVE_MBIND;
-  job.by_heads = huge && job.method == SC_MOVE_HEADS;
-  unsigned nthreads = job.small_pages || job.by_mbind ? 1 : threads_configured();
+  job.by_mbind = huge && job.method == SC_MOVE_MBIND && !to->huge_page;
+  /* A hugetlb page moves whole with its head; mbind of a part of it fails. */
+  job.by_heads = huge && (job.method == SC_MOVE_HEADS || to->huge_page);
+  /* Pages larger than the movers' chunks: one mover, or two would race for one page. */
+  unsigned nthreads = job.small_pages || job.by_mbind || to->huge_page > HUGE_PAGE
+                          ? 1 : threads_configured();
   long pages = nthreads > 1 ? sc_windows_resident_pages(w, nwindows) : 0; /* planning several */
   if (pages < 0)
     return -1;

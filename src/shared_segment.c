@@ -276,11 +276,21 @@ static sicm_arena segment_build(int fd, uintptr_t base, size_t size, const char 
   return sa;
 }
 
+/* The binding of a segment's one device: base pages only (a segment is a
+ * file of tmpfs or of the caller's directory, whose page size is its own). */
+static int segment_binding(const sc_state *s, sicm_device *dev, sc_binding *binding) {
+  if (sc_binding_make(s, &dev, 1, 0, binding) != 0)
+    return -1;
+  if (binding->huge_page)
+    return sc_fail(ENOTSUP, "shared and file-backed arenas take devices of base pages");
+  return 0;
+}
+
 sicm_arena sicm_arena_create_shared(const char *name, size_t size, sicm_device *dev,
                                     unsigned mode) {
   sc_state *s = sc_state_get();
   sc_binding binding;
-  if (s == NULL || name_check(name) != 0 || sc_binding_make(s, &dev, 1, 0, &binding) != 0)
+  if (s == NULL || name_check(name) != 0 || segment_binding(s, dev, &binding) != 0)
     return NULL;
   if (mode > 0777)
     return sc_fail_null(EINVAL, "mode 0%o is not a permission mode", mode);
@@ -347,7 +357,7 @@ static int unnamed_file(const char *dir, size_t size) {
 sicm_arena sicm_arena_create_file(const char *dir, size_t size, sicm_device *dev) {
   sc_state *s = sc_state_get();
   sc_binding binding;
-  if (s == NULL || sc_binding_make(s, &dev, 1, 0, &binding) != 0)
+  if (s == NULL || segment_binding(s, dev, &binding) != 0)
     return NULL;
   if (dir == NULL || dir[0] == '\0')
     return sc_fail_null(EINVAL, "no directory for a file-backed arena");
