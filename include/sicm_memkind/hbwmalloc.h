@@ -21,9 +21,9 @@ typedef enum {
 
 typedef enum {
   HBW_PAGESIZE_4KB = 1,
-  HBW_PAGESIZE_2MB = 2,       /* transparent huge pages */
-  HBW_PAGESIZE_1GB_STRICT = 3, /* not provided: EINVAL */
-  HBW_PAGESIZE_1GB = 4,       /* not provided: EINVAL */
+  HBW_PAGESIZE_2MB = 2,       /* hugetlb pages of 2 MiB, from the nodes' pools */
+  HBW_PAGESIZE_1GB_STRICT = 3, /* hugetlb pages of 1 GiB; size a multiple of 1 GiB */
+  HBW_PAGESIZE_1GB = 4,       /* hugetlb pages of 1 GiB */
   HBW_PAGESIZE_MAX_VALUE
 } hbw_pagesize_t;
 

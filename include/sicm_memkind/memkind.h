@@ -61,7 +61,7 @@ enum {
   MEMKIND_ERROR_INVALID = -13,             /* a NULL or unknown kind */
   MEMKIND_ERROR_TOOMANY = -15,
   MEMKIND_ERROR_BADOPS = -17,
-  MEMKIND_ERROR_HUGETLB = -18,             /* hugetlb kinds: not provided */
+  MEMKIND_ERROR_HUGETLB = -18,             /* no huge pages reserved for the kind */
   MEMKIND_ERROR_MEMTYPE_NOT_AVAILABLE = -20, /* no device of the kind's memory type */
   MEMKIND_ERROR_OPERATION_FAILED = -21,
   MEMKIND_ERROR_ARENAS_CREATE = -22,
@@ -129,9 +129,10 @@ SICM_MEMKIND_API extern memkind_t MEMKIND_LOWEST_LATENCY_LOCAL;
 SICM_MEMKIND_API extern memkind_t MEMKIND_LOWEST_LATENCY_LOCAL_PREFERRED;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL_PREFERRED;
-/* Hugetlb kinds (2 MiB pages; the GBTLB ones 1 GiB), which runtimes look
- * up: unavailable here (MEMKIND_ERROR_HUGETLB); their allocations return
- * NULL with ENOMEM. */
+/* Hugetlb kinds (2 MiB pages; the GBTLB ones 1 GiB) from the pools the
+ * system reserved on each node (vm.nr_hugepages, per node in sysfs):
+ * MEMKIND_ERROR_HUGETLB where the kind's nodes have none; a pool run dry
+ * is NULL with ENOMEM. */
 SICM_MEMKIND_API extern memkind_t MEMKIND_HUGETLB;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HBW_HUGETLB;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HBW_ALL_HUGETLB;

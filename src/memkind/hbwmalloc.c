@@ -14,19 +14,20 @@
 static int policy = HBW_POLICY_PREFERRED;
 static int policy_fixed; /* set, or an allocation was made: no more changes */
 
-static memkind_t policy_fix(int huge) {
+/* The policy's kind for a page size (hbw_pagesize_t; 0: base pages). */
+static memkind_t policy_fix(int pagesize) {
   /* Read first: a store on every call would bounce the line between CPUs. */
   if (!__atomic_load_n(&policy_fixed, __ATOMIC_RELAXED))
     __atomic_store_n(&policy_fixed, 1, __ATOMIC_RELAXED);
-  memkind_t k = mk_hbw_kind(__atomic_load_n(&policy, __ATOMIC_RELAXED), huge);
-  if (!huge)
+  memkind_t k = mk_hbw_kind(__atomic_load_n(&policy, __ATOMIC_RELAXED), pagesize);
+  if (pagesize == 0)
     __atomic_store_n(&mk_fast.hbw_kind, k, __ATOMIC_RELAXED);
   return k;
 }
 
-static inline memkind_t current_kind(int huge) {
-  memkind_t k = huge ? NULL : __atomic_load_n(&mk_fast.hbw_kind, __ATOMIC_RELAXED);
-  return __builtin_expect(k != NULL, 1) ? k : policy_fix(huge);
+static inline memkind_t current_kind(int pagesize) {
+  memkind_t k = pagesize ? NULL : __atomic_load_n(&mk_fast.hbw_kind, __ATOMIC_RELAXED);
+  return __builtin_expect(k != NULL, 1) ? k : policy_fix(pagesize);
 }
 
 hbw_policy_t hbw_get_policy(void) { return (hbw_policy_t)__atomic_load_n(&policy, __ATOMIC_RELAXED); }
@@ -54,12 +55,14 @@ MK_HOT int hbw_posix_memalign(void **memptr, size_t alignment, size_t size) {
 
 int hbw_posix_memalign_psize(void **memptr, size_t alignment, size_t size,
                              hbw_pagesize_t pagesize) {
-  if (pagesize != HBW_PAGESIZE_4KB && pagesize != HBW_PAGESIZE_2MB)
-    return EINVAL; /* 1 GiB pages need hugetlbfs, which libsicm arenas do not use */
-  if (pagesize == HBW_PAGESIZE_2MB && hbw_get_policy() == HBW_POLICY_INTERLEAVE)
+  if (pagesize < HBW_PAGESIZE_4KB || pagesize > HBW_PAGESIZE_1GB)
+    return EINVAL;
+  if (pagesize == HBW_PAGESIZE_1GB_STRICT && size % ((size_t)1 << 30) != 0)
+    return EINVAL;
+  if (pagesize != HBW_PAGESIZE_4KB && hbw_get_policy() == HBW_POLICY_INTERLEAVE)
     return EINVAL; /* memkind interleaves base pages only */
-  return memkind_posix_memalign(current_kind(pagesize == HBW_PAGESIZE_2MB), memptr, alignment,
-                                size);
+  return memkind_posix_memalign(current_kind(pagesize == HBW_PAGESIZE_4KB ? 0 : (int)pagesize),
+                                memptr, alignment, size);
 }
 
 void *hbw_realloc(void *ptr, size_t size) {

@@ -25,6 +25,9 @@
 #include "memkind_internal.h"
 
 #define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL, NULL, 0}
+#define HUGE_KIND(name, memory, scope, place, page) {name, memory, scope, place, page, NULL, NULL, 0}
+#define MB2 ((size_t)2 << 20)
+#define GB1 ((size_t)1 << 30)
 static struct memkind kinds[MK_KINDS_MAX] = {
     KIND("memkind_default", MEM_LOCAL, SCOPE_NEAREST, PLACE_PREFERRED),
     KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
@@ -48,18 +51,15 @@ static struct memkind kinds[MK_KINDS_MAX] = {
     KIND("memkind_highest_bandwidth_local", MEM_HIGHEST_BANDWIDTH, SCOPE_LOCAL, PLACE_BIND),
     KIND("memkind_highest_bandwidth_local_preferred", MEM_HIGHEST_BANDWIDTH, SCOPE_LOCAL,
          PLACE_PREFERRED),
-    KIND("memkind_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
-    KIND("memkind_hbw_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
-    KIND("memkind_hbw_preferred_hugetlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_PREFERRED),
-    /* hbw_posix_memalign_psize(HBW_PAGESIZE_2MB): transparent huge pages. */
-    {"hbw_thp", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL, NULL, 0},
-    {"hbw_thp_all", MEM_HBW, SCOPE_ALL, PLACE_BIND, SICM_ARENA_HUGEPAGES, NULL, NULL, 0},
-    {"hbw_thp_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, SICM_ARENA_HUGEPAGES, NULL, NULL, 0},
-    {"hbw_thp_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE, SICM_ARENA_HUGEPAGES, NULL, NULL, 0},
-    KIND("memkind_hbw_all_hugetlb", MEM_HUGETLB, SCOPE_ALL, PLACE_BIND),
-    KIND("memkind_gbtlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
-    KIND("memkind_hbw_gbtlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_BIND),
-    KIND("memkind_hbw_preferred_gbtlb", MEM_HUGETLB, SCOPE_NEAREST, PLACE_PREFERRED),
+    /* Hugetlb pages from the nodes' reserved pools: MEMKIND_HUGETLB and
+     * MEMKIND_GBTLB take the default policy's (the nearest pool first). */
+    HUGE_KIND("memkind_hugetlb", MEM_ANY, SCOPE_NEAREST, PLACE_PREFERRED, MB2),
+    HUGE_KIND("memkind_hbw_hugetlb", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, MB2),
+    HUGE_KIND("memkind_hbw_preferred_hugetlb", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, MB2),
+    HUGE_KIND("memkind_hbw_all_hugetlb", MEM_HBW, SCOPE_ALL, PLACE_BIND, MB2),
+    HUGE_KIND("memkind_gbtlb", MEM_ANY, SCOPE_NEAREST, PLACE_PREFERRED, GB1),
+    HUGE_KIND("memkind_hbw_gbtlb", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, GB1),
+    HUGE_KIND("memkind_hbw_preferred_gbtlb", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, GB1),
 };
 #define NKINDS MK_NKINDS /* the static kinds; file-backed ones follow, made at run time */
 /* The process's malloc.  Compared by address on the fast path: reading the
@@ -90,17 +90,33 @@ memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL_PREFERRED = &kinds[18];
 memkind_t MEMKIND_HUGETLB = &kinds[19];
 memkind_t MEMKIND_HBW_HUGETLB = &kinds[20];
 memkind_t MEMKIND_HBW_PREFERRED_HUGETLB = &kinds[21];
-memkind_t MEMKIND_HBW_ALL_HUGETLB = &kinds[26];
-memkind_t MEMKIND_GBTLB = &kinds[27];
-memkind_t MEMKIND_HBW_GBTLB = &kinds[28];
-memkind_t MEMKIND_HBW_PREFERRED_GBTLB = &kinds[29];
+memkind_t MEMKIND_HBW_ALL_HUGETLB = &kinds[22];
+memkind_t MEMKIND_GBTLB = &kinds[23];
+memkind_t MEMKIND_HBW_GBTLB = &kinds[24];
+memkind_t MEMKIND_HBW_PREFERRED_GBTLB = &kinds[25];
 
 memkind_t mk_kind(unsigned i) { return i < MK_KINDS_MAX ? &kinds[i] : NULL; }
 
-memkind_t mk_hbw_kind(int policy, int huge) {
-  static const unsigned base[] = {[1] = 2, [2] = 4, [3] = 5, [4] = 3};
-  static const unsigned thp[] = {[1] = 22, [2] = 24, [3] = 25, [4] = 23};
-  return policy >= 1 && policy <= 4 ? &kinds[huge ? thp[policy] : base[policy]] : NULL;
+/* memkind's choice (hbw_choose_kind) for each policy and page size, but
+ * that the preferred policy keeps its HBW kinds where no HBM exists: they
+ * fall back to the local node then (kind_arena_make), as memkind's
+ * default kinds would place, and hbw_free knows their blocks.
+ * Interleaving has base pages only (the caller refuses the others). */
+memkind_t mk_hbw_kind(int policy, int pagesize) {
+  int huge = pagesize == HBW_PAGESIZE_2MB, giant = pagesize >= HBW_PAGESIZE_1GB_STRICT;
+  switch (policy) {
+  case HBW_POLICY_BIND:
+    return giant ? MEMKIND_HBW_GBTLB : huge ? MEMKIND_HBW_HUGETLB : MEMKIND_HBW;
+  case HBW_POLICY_BIND_ALL:
+    return giant ? MEMKIND_HBW_GBTLB : huge ? MEMKIND_HBW_ALL_HUGETLB : MEMKIND_HBW_ALL;
+  case HBW_POLICY_INTERLEAVE:
+    return MEMKIND_HBW_INTERLEAVE;
+  case HBW_POLICY_PREFERRED:
+    return giant ? MEMKIND_HBW_PREFERRED_GBTLB
+                 : huge ? MEMKIND_HBW_PREFERRED_HUGETLB : MEMKIND_HBW_PREFERRED;
+  default:
+    return NULL;
+  }
 }
 
 /* ---- the calling thread's CPU ----
@@ -200,7 +216,7 @@ static sicm_arena kind_arena_make(memkind_t k, int node);
  * errno alone when an allocation succeeds. */
 static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
   int saved_errno = errno;
-  if (!mk_ready() || k->memory == MEM_HUGETLB) {
+  if (!mk_ready()) {
     errno = ENOMEM;
     return NULL;
   }
@@ -261,12 +277,12 @@ static sicm_arena kind_arena_make(memkind_t k, int node) {
   }
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
   unsigned n = mk_kind_devices(k, node, devs);
-  unsigned flags = k->arena_flags;
+  unsigned flags = 0;
   if (k->place == PLACE_INTERLEAVE) /* even over one node, as memkind's policy is */
     flags |= SICM_ARENA_INTERLEAVE;
   else if (k->place == PLACE_PREFERRED)
     flags |= SICM_ARENA_PREFERRED;
-  if (n == 0 && k->place == PLACE_PREFERRED && (devs[0] = sicm_device_of_node(node, 0)))
+  if (n == 0 && k->place == PLACE_PREFERRED && (devs[0] = sicm_device_of_node(node, k->huge_page)))
     n = 1; /* no memory of the kind's type: the local node, as memkind documents */
   sicm_arena made = n > 0 ? sicm_arena_create_devices(0, devs, n, flags) : NULL;
   if (made == NULL) {
@@ -564,14 +580,14 @@ int memkind_check_available(memkind_t kind) {
     return MEMKIND_ERROR_INVALID;
   if (kind_of_heap(kind) || kind->memory == MEM_FILE)
     return 0;
-  if (kind->memory == MEM_HUGETLB)
-    return MEMKIND_ERROR_HUGETLB;
   if (!mk_ready())
     return MEMKIND_ERROR_UNAVAILABLE;
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
   int node = sicm_node_self();
   if (mk_kind_devices(kind, node < 0 ? 0 : node, devs) > 0)
     return 0;
+  if (kind->huge_page && (kind->memory != MEM_HBW || mk_hbw_available()))
+    return MEMKIND_ERROR_HUGETLB; /* the memory exists; no pool of that page size */
   return kind->memory == MEM_CAPACITY ? MEMKIND_ERROR_UNAVAILABLE
                                       : MEMKIND_ERROR_MEMTYPE_NOT_AVAILABLE;
 }

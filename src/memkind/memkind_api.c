@@ -106,7 +106,7 @@ int memkind_get_kind_by_partition(int partition, memkind_t *kind) {
 }
 
 /* A kind is one set of nodes unless it prefers (it may spill anywhere) or
- * takes hugetlb pages (which this library does not give). */
+ * takes hugetlb pages (memkind refuses those too). */
 ssize_t memkind_get_capacity(memkind_t kind) {
   if (!mk_kind_valid(kind) || !mk_ready())
     return -1;
@@ -120,7 +120,7 @@ ssize_t memkind_get_capacity(memkind_t kind) {
   }
   if (kind->memory == MEM_FILE)
     return (ssize_t)kind->file_size;
-  if (kind->place == PLACE_PREFERRED || kind->memory == MEM_HUGETLB)
+  if (kind->place == PLACE_PREFERRED || kind->huge_page)
     return -1;
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
   int node = sicm_node_self();

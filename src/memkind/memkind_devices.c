@@ -11,10 +11,11 @@ int mk_is_hbw_device(const sicm_device *d) {
                       : d->kind == SICM_KIND_HBM;
 }
 
-static int of_memory(const sicm_device *d, kind_memory memory) {
-  if (d->huge)
+/* Whether d is memory of k's type, in k's page size. */
+static int of_memory(const sicm_device *d, const struct memkind *k) {
+  if (k->huge_page ? !d->huge || d->page_size != k->huge_page : d->huge)
     return 0;
-  switch (memory) {
+  switch (k->memory) {
   case MEM_HBW: return mk_is_hbw_device(d);
   case MEM_CAPACITY: return d->kind == SICM_KIND_CAPACITY;
   default: return 1;
@@ -53,7 +54,7 @@ unsigned mk_kind_devices(const struct memkind *k, int node, sicm_device **out) {
   int best_distance = -1;
   for (unsigned i = 0; i < list->count; i++) {
     sicm_device *d = &list->devices[i];
-    if (!of_memory(d, k->memory) || (k->scope == SCOPE_LOCAL && !is_local(d, node)))
+    if (!of_memory(d, k) || (k->scope == SCOPE_LOCAL && !is_local(d, node)))
       continue;
     if (k->memory == MEM_HIGHEST_CAPACITY) {
       if (d->capacity < best_capacity)
@@ -79,7 +80,7 @@ int mk_hbw_available(void) {
     return 0;
   const sicm_device_list *list = sicm_devices();
   for (unsigned i = 0; i < list->count; i++)
-    if (of_memory(&list->devices[i], MEM_HBW))
+    if (of_memory(&list->devices[i], MEMKIND_HBW))
       return 1;
   return 0;
 }

@@ -15,7 +15,7 @@ void memkind_error_message(int err, char *msg, size_t size) {
       {MEMKIND_ERROR_INVALID, "Invalid input arguments to memkind routine"},
       {MEMKIND_ERROR_TOOMANY, "Attempted to initialize more than maximum number of kinds"},
       {MEMKIND_ERROR_BADOPS, "Invalid memkind_ops structure"},
-      {MEMKIND_ERROR_HUGETLB, "Unable to allocate huge pages (not provided by libsicm)"},
+      {MEMKIND_ERROR_HUGETLB, "Unable to allocate huge pages (none reserved on the kind's nodes)"},
       {MEMKIND_ERROR_MEMTYPE_NOT_AVAILABLE, "Requested memory type is not available"},
       {MEMKIND_ERROR_OPERATION_FAILED, "Operation failed"},
       {MEMKIND_ERROR_ARENAS_CREATE, "Call to jemalloc's arenas.create failed"},

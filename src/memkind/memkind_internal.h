@@ -16,7 +16,6 @@ typedef enum kind_memory {
   MEM_HIGHEST_CAPACITY,
   MEM_LOWEST_LATENCY,
   MEM_HIGHEST_BANDWIDTH,
-  MEM_HUGETLB,            /* not provided */
   MEM_FILE                /* a file in a directory (memkind_create_pmem) */
 } kind_memory;
 
@@ -28,13 +27,13 @@ struct memkind {
   kind_memory memory;
   kind_scope scope;
   kind_place place;
-  unsigned arena_flags;         /* SICM_ARENA_HUGEPAGES for 2 MiB pages */
+  size_t huge_page;             /* hugetlb kinds: their page size; 0: base pages */
   sicm_arena *arenas;           /* per initiator node; set once, atomically */
   sicm_arena file_arena;        /* MEM_FILE: the kind's one arena */
   size_t file_size;             /* MEM_FILE: its bytes */
 };
 
-#define MK_NKINDS 30            /* the static kinds of memkind.c */
+#define MK_NKINDS 26            /* the static kinds of memkind.c */
 #define MK_FILE_KINDS 64        /* file-backed kinds that may exist at once */
 #define MK_KINDS_MAX (MK_NKINDS + MK_FILE_KINDS)
 /* CPUs whose arenas the fast path keeps: glibc's CPU_SETSIZE.  A thread on
@@ -99,8 +98,9 @@ int mk_kind_in_heap(memkind_t kind);
 void mk_kind_publish(memkind_t kind, sicm_arena arena);
 /* memkind_pmem.c: destroys a file-backed kind and frees its slot. */
 int mk_file_kind_destroy(memkind_t kind);
-/* The HBW kind of an hbw_policy_t (huge: in transparent huge pages). */
-memkind_t mk_hbw_kind(int policy, int huge);
+/* The HBW kind of an hbw_policy_t and an hbw_pagesize_t, as memkind
+ * chooses it (hbwmalloc.c). */
+memkind_t mk_hbw_kind(int policy, int pagesize);
 /* memkind_malloc for a kind known valid. */
 void *mk_kind_malloc(memkind_t kind, size_t size);
 /* Whether any HBM device exists (MEMKIND_HBW_NODES honoured). */

@@ -97,7 +97,7 @@ static int create_file_kind(const char *dir, size_t max_size, memkind_t *kind) {
   k->memory = MEM_FILE;
   k->scope = SCOPE_ALL;
   k->place = PLACE_BIND;
-  k->arena_flags = 0;
+  k->huge_page = 0;
   k->arenas = NULL;
   k->file_arena = arena;
   k->file_size = size;

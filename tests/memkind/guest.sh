@@ -1,10 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# guest.sh hbm|nohbm (runs inside the guest): programs nobody wrote for
+# guest.sh hbm|nohbm|huge (runs inside the guest): programs nobody wrote for
 # libsicm — an OpenMP program on LLVM's runtime (libomp loads libmemkind.so
 # with dlopen) and a program written to memkind's hbwmalloc.h — run with
 # libsicm's libmemkind, and then, for the log, with Debian's memkind.
-# Checks where their pages are (the programs report move_pages).
+# Checks where their pages are (the programs report move_pages).  `huge`
+# (from tests/numa/hugetlb.sh, with 2 MiB pages reserved on every node and
+# no 1 GiB ones) checks hbwmalloc's page sizes alone.
 set -u
 machine=$1
 b=${SICM_TOP_BUILDDIR:?}
@@ -26,6 +28,18 @@ expect() { # expect OUTPUT LINE: the program printed exactly this line
 run_ours() { LD_PRELOAD=$preload LD_LIBRARY_PATH=$ours "$@" 2>&1; }
 run_debian() { LD_LIBRARY_PATH= "$@" 2>&1; }
 
+if [ "$machine" = huge ]; then
+  for policy in huge huge-preferred; do
+    out=$(run_ours "$b/tests/memkind/hbw_place" --$policy)
+    echo "--- hbw_place --$policy:"
+    echo "$out"
+    expect "$out" "hbw_set_policy: 0"
+    expect "$out" "hbw_posix_memalign_psize(2MB): 0"
+    expect "$out" "2MB: node 2, 2048 kB pages"
+    expect "$out" "hbw_posix_memalign_psize(1GB): 12"
+  done
+  exit $failed
+fi
 if [ -x "$b/tests/memkind/omp_place" ]; then
   out=$(run_ours "$b/tests/memkind/omp_place")
   echo "--- omp_place (clang -fopenmp, libomp) with libsicm's libmemkind:"

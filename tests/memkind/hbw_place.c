@@ -4,7 +4,9 @@
  * move_pages and hbw_verify_memory_region, and tries the bad inputs.
  * With --moving it moves itself from CPU to CPU (0, 1, then 0 again) and
  * reports where each next allocation landed; with --interleave it sets
- * HBW_POLICY_INTERLEAVE and reports the kernel policy of its block. */
+ * HBW_POLICY_INTERLEAVE and reports the kernel policy of its block; with
+ * --huge it asks for 2 MiB and 1 GiB pages (hbw_posix_memalign_psize) and
+ * reports the node and kernel page size of what it got. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -75,7 +77,44 @@ static int interleave(void) {
   return 0;
 }
 
+/* The kernel page size, in KiB, of the mapping holding p (smaps); 0. */
+static unsigned long page_kb(const void *p) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  char line[512];
+  int inside = 0;
+  unsigned long lo, hi, kb = 0;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+      inside = (unsigned long)p >= lo && (unsigned long)p < hi;
+    else if (inside && sscanf(line, "KernelPageSize: %lu kB", &kb) == 1)
+      break;
+  }
+  if (f != NULL)
+    fclose(f);
+  return kb;
+}
+
+static int huge(hbw_policy_t policy) {
+  printf("hbw_set_policy: %d\n", hbw_set_policy(policy));
+  void *p = NULL;
+  int rc = hbw_posix_memalign_psize(&p, 4096, SIZE, HBW_PAGESIZE_2MB);
+  printf("hbw_posix_memalign_psize(2MB): %d\n", rc);
+  if (rc == 0) {
+    memset(p, 3, SIZE);
+    printf("2MB: node %d, %lu kB pages\n", node_of(p, SIZE), page_kb(p));
+    hbw_free(p);
+  }
+  p = NULL;
+  printf("hbw_posix_memalign_psize(1GB): %d\n",
+         hbw_posix_memalign_psize(&p, 4096, SIZE, HBW_PAGESIZE_1GB));
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--huge") == 0)
+    return huge(HBW_POLICY_BIND);
+  if (argc == 2 && strcmp(argv[1], "--huge-preferred") == 0)
+    return huge(HBW_POLICY_PREFERRED);
   if (argc == 2 && strcmp(argv[1], "--moving") == 0)
     return moving();
   if (argc == 2 && strcmp(argv[1], "--interleave") == 0)

@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # hugetlb.sh PAGES (runs inside the guest, as root): reserves PAGES 2 MiB
-# huge pages on every node, runs numa_hugetlb, and gives them back, so that
-# the suites after it see no hugetlb device.
+# huge pages on every node, runs numa_hugetlb and the hugetlb checks of the
+# memkind library, and gives the pages back, so that the suites after it
+# see no hugetlb device.
 set -u
 pages=${1:?pages per node}
 bin=${SICM_TOP_BUILDDIR:?}/tests/numa/numa_hugetlb
@@ -18,5 +19,6 @@ if ! reserve "$pages"; then
 fi
 SICM_TEST_HUGE_PAGES=$pages "$bin"
 rc=$?
+sh "${SICM_TOP_SRCDIR:-$SICM_TOP_BUILDDIR}/tests/memkind/guest.sh" huge || rc=1
 reserve 0
 exit $rc
