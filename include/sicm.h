@@ -593,10 +593,10 @@ SICM_API int sicm_migration_wait(sicm_migration *m, sicm_migration_report *repor
 }
 #endif
 
-/* Topics declared apart, each in a header of its own: shared arenas,
- * allocators by intent and intent hints, automatic placement, and the
- * inline fast path that sicm_arena_alloc() and sicm_free() compile to. */
+/* Topics declared apart, each in a header of its own. */
 #include "sicm_shared.h"
+#include "sicm_fixed.h"
+#include "sicm_upkeep.h"
 #include "sicm_allocator.h"
 #include "sicm_autoplace.h"
 #include "sicm_inline.h"

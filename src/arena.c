@@ -153,7 +153,9 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
    * still read these (ThreadSanitizer saw the plain writes race it). */
   __atomic_store_n(&a->held, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&a->pool, NULL, __ATOMIC_RELAXED);
-  if (a->ops->open(a, config->kind_arg) != 0) {
+  a->borrowed = config->borrowed_base != NULL;
+  if ((a->borrowed && sc_window_lend(a, config->borrowed_base, config->borrowed_size) != 0) ||
+      a->ops->open(a, config->kind_arg) != 0) {
     int err = errno;
     sc_window_release_all(a);
     pthread_mutex_unlock(&arenas_lock);

@@ -36,6 +36,7 @@ typedef struct sc_window {
   /* A hugetlb window's populated huge pages, a bit each (arena_huge.c);
    * NULL in the others. */
   unsigned long *populated;
+  int borrowed;                 /* the caller's memory (a fixed arena): never unmapped */
 } sc_window;
 
 /* Where an arena's pages go: the devices and the mbind policy over them. */
@@ -117,6 +118,9 @@ struct sc_arena {
    * that running out of reserved pages is a failed allocation, never a
    * SIGBUS at first touch; held counts whole huge pages. */
   size_t huge_page;
+  /* A fixed arena: its one window is memory the caller owns, never grown;
+   * no thread caches, no zero pages assumed, no pages given back. */
+  int borrowed;
   size_t held;                  /* atomic: bytes committed to it */
   sc_binding binding;           /* changed by migration under window_lock */
   size_t capacity;              /* atomic: binding.capacity, for allocations to read */
@@ -195,6 +199,8 @@ typedef struct sc_arena_config {
   unsigned flags;
   int library_default;
   void *kind_arg;               /* passed to ops->open */
+  void *borrowed_base;          /* a fixed arena's memory (page-aligned), or NULL */
+  size_t borrowed_size;
 } sc_arena_config;
 
 /* The one creation path of every kind: claims a slot, fills the common
@@ -248,8 +254,18 @@ void sc_arenas_fork_unlock(int child);
 /* In sc_chunk_owner: the chunk holds the end of a window that does not
  * fill it, so an address there must be checked against the windows. */
 #define SC_CHUNK_PARTIAL 0x8000u
-/* slot + 1 of the arena owning each chunk (| SC_CHUNK_PARTIAL); 0: none. */
+/* In sc_chunk_owner: the chunk holds fixed arenas' windows (the caller's
+ * memory, anywhere, several to a chunk): the owner is found in their list. */
+#define SC_CHUNK_MANY 0x7fffu
+/* slot + 1 of the arena owning each chunk (| SC_CHUNK_PARTIAL), or
+ * SC_CHUNK_MANY; 0: none. */
 extern uint16_t sc_chunk_owner[SC_CHUNK_COUNT];
+/* The fixed arena whose window holds addr, or NULL (lock-free). */
+sc_arena *sc_window_owner_fixed(uintptr_t addr);
+/* Makes [base, base + size) — the caller's memory, page-aligned — the
+ * arena's one window, unused; 0, or -1 with errno EINVAL (it overlaps
+ * another arena's window) or ENOMEM (too many fixed arenas). */
+int sc_window_lend(sc_arena *a, void *base, size_t size);
 int sc_window_contains(const sc_arena *a, uintptr_t p);
 /* Raises the reach of the window holding [p, p + len) to cover it. */
 void sc_window_reach(sc_arena *a, void *p, size_t len);
@@ -262,6 +278,8 @@ static inline sc_arena *sc_window_owner(const void *p) {
   unsigned owner = __atomic_load_n(&sc_chunk_owner[addr >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
   if (owner == 0)
     return NULL;
+  if (owner == SC_CHUNK_MANY)
+    return sc_window_owner_fixed(addr);
   sc_arena *a = __atomic_load_n(&sc_arena_slots[(owner & ~SC_CHUNK_PARTIAL) - 1],
                                 __ATOMIC_ACQUIRE);
   if ((owner & SC_CHUNK_PARTIAL) && !sc_window_contains(a, addr))

@@ -45,7 +45,7 @@ static int private_open(sc_arena *a, void *arg) {
   sc_je_arena *je = sc_je_of(a);
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   unsigned target = cpus < 1 ? 1 : cpus > SC_SHARDS_MAX ? SC_SHARDS_MAX : (unsigned)cpus;
-  if (sc_je_maxsize_small(a))
+  if (sc_je_maxsize_small(a) || a->borrowed) /* a fixed range: one allocator arena fills it */
     target = 1;
   *je = (sc_je_arena){.arena = a, .shards_target = target};
   sc_je_hooks_init(&je->hooks);
@@ -77,7 +77,9 @@ int sc_je_shard_add(sc_je_arena *je) {
    * arena can never commit. */
   if (je->arena->maxsize != 0) {
     snprintf(cmd, sizeof cmd, "arena.%u.retain_grow_limit", index);
-    size_t limit = je->arena->maxsize;
+    /* A fixed arena's range fills to its end only if each step is no
+     * larger than what it asks for: the smallest step there is. */
+    size_t limit = je->arena->borrowed ? sc_page_size() : je->arena->maxsize;
     je_mallctl(cmd, NULL, NULL, &limit, sizeof limit);
   }
   je->shards[je->nshards] = index;
@@ -200,8 +202,10 @@ void *sc_je_alloc_miss(sc_arena *a, sc_thread_cache *cache, size_t sz) {
 #define SC_ZERO_BY_DROP_MIN ((size_t)1 << 20)
 
 static void zero_block(const sc_arena *a, void *p, size_t sz) {
-  /* A dropped huge page would fault again, where a dry pool means SIGBUS. */
-  if (sz < SC_ZERO_BY_DROP_MIN || a->huge_page) {
+  /* A dropped huge page would fault again, where a dry pool means SIGBUS;
+   * the caller's memory of a fixed arena may be a mapping that keeps its
+   * bytes when dropped. */
+  if (sz < SC_ZERO_BY_DROP_MIN || a->huge_page || a->borrowed) {
     memset(p, 0, sz);
     return;
   }
@@ -371,6 +375,52 @@ sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned
   sc_arena_config config = {.ops = &private_ops, .binding = &binding, .maxsize = maxsize,
                             .flags = flags, .library_default = library_default};
   return sc_arena_create(&config);
+}
+
+/* jemalloc never merges free extents of two of its address-space steps,
+ * so a fixed range that it took in small steps could never again hold a
+ * block larger than a step.  Its first step is made the largest that fits
+ * (a block of the largest class whose step fits, allocated and freed),
+ * and given back at once, so that it serves requests of any size. */
+static void fixed_prime(sc_arena *a) {
+  size_t room = a->windows[0].size, usize = je_nallocx(1 << 20, 0), best = 0;
+  for (size_t next; (next = je_nallocx(usize + 1, 0)) <= room; usize = next)
+    best = usize; /* its extent (usize and a page) takes a step of class next */
+  void *p = best ? je_mallocx(best, sc_je_arena_flag(sc_je_of(a)->shards[0]) |
+                                        MALLOCX_TCACHE_NONE) : NULL;
+  if (p != NULL)
+    je_dallocx(p, MALLOCX_TCACHE_NONE);
+  shards_purge(a);
+}
+
+sicm_arena sicm_arena_create_fixed(void *addr, size_t size, sicm_device *dev) {
+  sc_state *s = sc_state_get();
+  if (s == NULL)
+    return NULL;
+  uintptr_t page = sc_page_size(), lo = sc_round_up((uintptr_t)addr, page);
+  uintptr_t hi = ((uintptr_t)addr + size) & ~(page - 1);
+  if (addr == NULL || (uintptr_t)addr + size < (uintptr_t)addr || hi <= lo)
+    return sc_fail_null(EINVAL, "a fixed arena needs a page of memory (%p, %zu bytes)", addr,
+                        size);
+  sc_binding binding = {.policy = MPOL_DEFAULT};
+  if (dev != NULL) {
+    if (sc_binding_make(s, &dev, 1, 0, &binding) != 0)
+      return NULL;
+    if (binding.huge_page)
+      return sc_fail_null(EINVAL, "the caller's memory has base pages; the device has huge ones");
+    /* The pages already touched move now; the rest fault in on dev. */
+    if (mbind((void *)lo, hi - lo, binding.policy, binding.nodes.bits, SC_NODES_MAX,
+              MPOL_MF_MOVE) != 0)
+      return sc_fail_null(errno, "mbind of the memory at %p to node %d failed: %s", addr,
+                          dev->node, strerror(errno));
+  }
+  binding.capacity = hi - lo;
+  sc_arena_config config = {.ops = &private_ops, .binding = &binding, .maxsize = hi - lo,
+                            .borrowed_base = (void *)lo, .borrowed_size = hi - lo};
+  sicm_arena sa = sc_arena_create(&config);
+  if (sa != NULL)
+    fixed_prime(sc_arena_resolve(sa));
+  return sa;
 }
 
 sicm_arena sicm_arena_create(size_t maxsize, sicm_device *dev) {

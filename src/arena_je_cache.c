@@ -205,8 +205,9 @@ static void tcache_create(sc_arena *a, sc_thread_cache *cache, int want_tcache) 
 /* A miss is no failure: without a cache the arena serves uncached
  * (MALLOCX_TCACHE_NONE), so none of these report an error. */
 sc_thread_cache *sc_thread_cache_slow(sc_arena *a, uint64_t generation) {
-  /* A pool counts each block until it is freed: none may wait in a bin. */
-  if (__atomic_load_n(&a->pool, __ATOMIC_ACQUIRE) != NULL ||
+  /* A pool counts each block until it is freed: none may wait in a bin.
+   * A fixed arena's window is not a whole chunk, which the front needs. */
+  if (__atomic_load_n(&a->pool, __ATOMIC_ACQUIRE) != NULL || a->borrowed ||
       thread_table_reserve(a->slot) != 0)
     return NULL;
   sc_thread_cache *cache = sc_thread_caches.caches[a->slot];

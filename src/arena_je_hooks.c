@@ -157,6 +157,10 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
     *zero = *commit = p != NULL;
     return p;
   }
+  /* The caller's memory is there already: committed from the start, so
+   * that every free extent of it can merge with its neighbours. */
+  if (a->borrowed)
+    *commit = true;
   if (*commit && !a->huge_page && !held_reserve(a, size))
     return NULL;
   /* This call already failed to commit within maxsize.  jemalloc then
@@ -168,8 +172,9 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
   pthread_mutex_lock(&a->window_lock);
   void *p = sc_window_take(a, new_addr, size, alignment);
   pthread_mutex_unlock(&a->window_lock);
+  /* A fixed arena's range is its bound, as maxsize is: the caller relieves. */
   if (p == NULL)
-    hook_fail(SC_HOOK_FAILED);
+    hook_fail(a->borrowed ? SC_HOOK_MAXSIZE : SC_HOOK_FAILED);
   if (p != NULL && a->huge_page) {
     *zero = true;
     return !*commit || huge_populate(a, p, size) ? p : NULL;
@@ -183,7 +188,7 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
   }
   if (*commit)
     sc_window_reach(a, p, size);
-  *zero = true; /* never-opened window pages read as zero */
+  *zero = !a->borrowed; /* never-opened window pages read as zero; the caller's may not */
   return p;
 }
 
@@ -222,6 +227,8 @@ static bool hook_decommit(extent_hooks_t *hooks, void *addr, size_t size, size_t
   char *p = (char *)addr + offset;
   if (hooks_arena(hooks)->huge_page)
     return !huge_drop(hooks_arena(hooks), p, length);
+  if (hooks_arena(hooks)->borrowed)
+    return true; /* the caller's pages: kept, whatever backs them */
   /* Never munmap inside a window: a hole would break range-wide mbind.
    * The pages read as zero afterwards, as jemalloc expects of decommitted
    * memory that it commits again. */
@@ -234,17 +241,22 @@ static bool hook_decommit(extent_hooks_t *hooks, void *addr, size_t size, size_t
 
 /* A hugetlb arena refuses purges: a purged huge page would fault again at
  * the next touch, where a pool run dry means SIGBUS; decommit gives its
- * whole pages back instead. */
+ * whole pages back instead.  A fixed arena keeps the caller's pages: a
+ * shared or file mapping would not even read as zero after a purge. */
+static bool keeps_pages(extent_hooks_t *hooks) {
+  return hooks_arena(hooks)->huge_page || hooks_arena(hooks)->borrowed;
+}
+
 static bool hook_purge_lazy(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                             size_t length, unsigned arena_ind) {
-  if (hooks_arena(hooks)->huge_page)
+  if (keeps_pages(hooks))
     return true;
   return madvise((char *)addr + offset, length, MADV_FREE) != 0;
 }
 
 static bool hook_purge_forced(extent_hooks_t *hooks, void *addr, size_t size, size_t offset,
                               size_t length, unsigned arena_ind) {
-  if (hooks_arena(hooks)->huge_page)
+  if (keeps_pages(hooks))
     return true;
   return madvise((char *)addr + offset, length, MADV_DONTNEED) != 0;
 }

@@ -5,7 +5,9 @@
  * opened with mprotect when PROT_NONE), so every piece inherits the binding, and the pages of the arena are always a few
  * known ranges (what migration moves).  A shared arena adopts its segment
  * as its one window.  A table indexed by 16 GiB chunk maps any address to
- * its arena without a lock. */
+ * its arena without a lock; a fixed arena's window (memory the caller
+ * owns, anywhere) marks its chunks SC_CHUNK_MANY, and a short list of
+ * those windows finds the owner. */
 #include <errno.h>
 #include <stdbool.h>
 #include <numaif.h>
@@ -20,12 +22,13 @@ uint8_t *sc_page_tags[SC_CHUNK_COUNT];
 
 #define PAGE_TAGS_SIZE (SC_CHUNK_SIZE >> SC_PAGE_TAG_SHIFT)
 
-/* Gives each chunk of a new private window its page tags.  Without them
+/* Gives each chunk of a new private window (or a fixed arena's range) its page tags.  Without them
  * (no memory for the table) frees of the chunk take the slow path, which
  * is correct; so this reports nothing. */
 static void page_tags_make(const sc_window *w) {
   uintptr_t first = (uintptr_t)w->base >> SC_CHUNK_SHIFT;
-  for (uintptr_t c = first; c < first + w->size / SC_CHUNK_SIZE; c++) {
+  uintptr_t last = ((uintptr_t)w->base + w->size - 1) >> SC_CHUNK_SHIFT;
+  for (uintptr_t c = first; c <= last; c++) {
     if (__atomic_load_n(&sc_page_tags[c], __ATOMIC_ACQUIRE) != NULL)
       continue; /* cleared when its last window went */
     void *tags = mmap(NULL, PAGE_TAGS_SIZE, PROT_READ | PROT_WRITE,
@@ -42,6 +45,112 @@ static void page_tags_clear(const sc_window *w) {
     if (tags != NULL)
       madvise(tags, PAGE_TAGS_SIZE, MADV_DONTNEED); /* reads as zero again */
   }
+}
+
+/* ---- fixed arenas' windows ---- */
+enum { FIXED_MAX = 256 };
+typedef struct fixed_range {
+  uintptr_t base, end;
+  sc_arena *arena;              /* atomic; set last, cleared first */
+} fixed_range;
+static fixed_range fixed_ranges[FIXED_MAX];
+static unsigned fixed_used;     /* atomic: entries ever used, a bound for readers */
+static pthread_mutex_t fixed_lock = PTHREAD_MUTEX_INITIALIZER;
+
+sc_arena *sc_window_owner_fixed(uintptr_t addr) {
+  unsigned n = __atomic_load_n(&fixed_used, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++) {
+    sc_arena *a = __atomic_load_n(&fixed_ranges[i].arena, __ATOMIC_ACQUIRE);
+    if (a != NULL && addr >= __atomic_load_n(&fixed_ranges[i].base, __ATOMIC_RELAXED) &&
+        addr < __atomic_load_n(&fixed_ranges[i].end, __ATOMIC_RELAXED))
+      return a;
+  }
+  return NULL;
+}
+
+/* Whether a fixed window other than `except` touches chunk c (fixed_lock). */
+static int fixed_in_chunk(uintptr_t c, const fixed_range *except) {
+  for (unsigned i = 0; i < fixed_used; i++) {
+    const fixed_range *r = &fixed_ranges[i];
+    if (r != except && r->arena != NULL && r->base >> SC_CHUNK_SHIFT <= c &&
+        (r->end - 1) >> SC_CHUNK_SHIFT >= c)
+      return 1;
+  }
+  return 0;
+}
+
+/* Zeroes the page tags of [base, end): blocks of the caller's memory must
+ * not be read as blocks of a private window that left its tags there. */
+static void fixed_tags_clear(uintptr_t base, uintptr_t end) {
+  for (uintptr_t p = base; p < end;) {
+    uintptr_t chunk_end = ((p >> SC_CHUNK_SHIFT) + 1) << SC_CHUNK_SHIFT;
+    uintptr_t stop = end < chunk_end ? end : chunk_end;
+    uint8_t *tag = sc_page_tag_of((void *)p);
+    if (tag != NULL)
+      memset(tag, 0, (stop - p + (1u << SC_PAGE_TAG_SHIFT) - 1) >> SC_PAGE_TAG_SHIFT);
+    p = stop;
+  }
+}
+
+int sc_window_lend(sc_arena *a, void *base, size_t size) {
+  uintptr_t lo = (uintptr_t)base, hi = lo + size;
+  if (hi < lo || (hi - 1) >> SC_ADDRESS_BITS)
+    return sc_fail(EINVAL, "the memory at %p is beyond the %d-bit address space", base,
+                   SC_ADDRESS_BITS);
+  pthread_mutex_lock(&fixed_lock);
+  fixed_range *slot = NULL;
+  int err = 0;
+  for (unsigned i = 0; i < fixed_used && !err; i++) {
+    fixed_range *r = &fixed_ranges[i];
+    if (r->arena == NULL)
+      slot = slot ? slot : r;
+    else if (lo < r->end && r->base < hi)
+      err = sc_fail(EINVAL, "the memory at %p overlaps another fixed arena's", base);
+  }
+  for (uintptr_t c = lo >> SC_CHUNK_SHIFT; !err && c <= (hi - 1) >> SC_CHUNK_SHIFT; c++) {
+    unsigned owner = __atomic_load_n(&sc_chunk_owner[c], __ATOMIC_ACQUIRE);
+    if (owner != 0 && owner != SC_CHUNK_MANY)
+      err = sc_fail(EINVAL, "the memory at %p lies in another arena's address window", base);
+  }
+  if (!err && slot == NULL && fixed_used == FIXED_MAX)
+    err = sc_fail(ENOMEM, "%d fixed arenas exist already", FIXED_MAX);
+  if (err) {
+    pthread_mutex_unlock(&fixed_lock);
+    return -1;
+  }
+  if (slot == NULL)
+    slot = &fixed_ranges[fixed_used];
+  __atomic_store_n(&slot->base, lo, __ATOMIC_RELAXED);
+  __atomic_store_n(&slot->end, hi, __ATOMIC_RELAXED);
+  __atomic_store_n(&slot->arena, a, __ATOMIC_RELEASE);
+  if (slot == &fixed_ranges[fixed_used])
+    __atomic_store_n(&fixed_used, fixed_used + 1, __ATOMIC_RELEASE);
+  for (uintptr_t c = lo >> SC_CHUNK_SHIFT; c <= (hi - 1) >> SC_CHUNK_SHIFT; c++)
+    __atomic_store_n(&sc_chunk_owner[c], (uint16_t)SC_CHUNK_MANY, __ATOMIC_RELEASE);
+  sc_window w = {base, size, 0, 0, size, NULL, 1};
+  page_tags_make(&w);
+  fixed_tags_clear(lo, hi);
+  pthread_mutex_unlock(&fixed_lock);
+  a->windows[0] = w;
+  __atomic_store_n(&a->nwindows, 1, __ATOMIC_RELEASE);
+  return 0;
+}
+
+static void window_unlend(const sc_window *w) {
+  uintptr_t lo = (uintptr_t)w->base, hi = lo + w->size;
+  pthread_mutex_lock(&fixed_lock);
+  for (unsigned i = 0; i < fixed_used; i++) {
+    fixed_range *r = &fixed_ranges[i];
+    if (r->arena == NULL || r->base != lo)
+      continue;
+    __atomic_store_n(&r->arena, NULL, __ATOMIC_RELEASE);
+    for (uintptr_t c = lo >> SC_CHUNK_SHIFT; c <= (hi - 1) >> SC_CHUNK_SHIFT; c++)
+      if (!fixed_in_chunk(c, r))
+        __atomic_store_n(&sc_chunk_owner[c], 0, __ATOMIC_RELEASE);
+    fixed_tags_clear(lo, hi);
+    break;
+  }
+  pthread_mutex_unlock(&fixed_lock);
 }
 
 sc_window *sc_window_of(sc_arena *a, const void *p) {
@@ -169,7 +278,7 @@ static int window_reserve(sc_arena *a, size_t min_size) {
     return sc_fail(ENOMEM, "the kernel placed a window above the %d-bit address space",
                    SC_ADDRESS_BITS);
   }
-  sc_window w = {base, size, 0, 0, size - sc_page_size(), NULL};
+  sc_window w = {base, size, 0, 0, size - sc_page_size(), NULL, 0};
   if (a->huge_page && window_map_huge(a, base, size, &w) != 0) {
     int err = errno;
     munmap(base, size);
@@ -201,7 +310,7 @@ static int window_reserve(sc_arena *a, size_t min_size) {
 }
 
 void sc_window_adopt(sc_arena *a, void *base, size_t size) {
-  window_publish(a, &(sc_window){base, size, size, size, size, NULL});
+  window_publish(a, &(sc_window){base, size, size, size, size, NULL, 0});
 }
 
 static void *window_bump(sc_window *w, size_t size, size_t alignment) {
@@ -227,6 +336,9 @@ void *sc_window_take(sc_arena *a, void *new_addr, size_t size, size_t alignment)
     return sc_fail_null(ENOMEM, "no room to grow the extent at %p in place", new_addr);
   }
   void *p = a->nwindows ? window_bump(&a->windows[a->nwindows - 1], size, alignment) : NULL;
+  if (p == NULL && a->borrowed)
+    return sc_fail_null(ENOMEM, "the fixed arena's %zu bytes are all taken",
+                        a->windows[0].size);
   if (p == NULL && window_reserve(a, size + alignment + sc_page_size()) == 0)
     p = window_bump(&a->windows[a->nwindows - 1], size, alignment);
   return p;
@@ -242,6 +354,10 @@ unsigned sc_window_snapshot(sc_arena *a, sc_window *out) {
 
 void sc_window_release_all(sc_arena *a) {
   for (unsigned i = 0; i < a->nwindows; i++) {
+    if (a->windows[i].borrowed) {
+      window_unlend(&a->windows[i]);
+      continue;
+    }
     window_set_owner(&a->windows[i], 0);
     page_tags_clear(&a->windows[i]);
     munmap(a->windows[i].base, a->windows[i].size);

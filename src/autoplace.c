@@ -140,7 +140,8 @@ static int autoplace_move(unsigned slot, int promote, const char *why) {
 
 /* Whether the arena takes part (live, checked by the caller). */
 static int takes_part(const sc_arena *a) {
-  if (a->library_default || a->huge_page) /* hugetlb: no base-page device could take it */
+  /* Hugetlb: no base-page device could take it; fixed: the caller's memory. */
+  if (a->library_default || a->huge_page || a->borrowed)
     return 0;
   if (__atomic_load_n(&a->autoplace_mode, __ATOMIC_RELAXED) == SICM_AUTOPLACE_EXCLUDE)
     return 0;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -154,6 +155,10 @@ int sicm_fini(void) {
     return -1;
   }
   if (--init_refs == 0) {
+    /* jemalloc's background threads must not outlive the library (a
+     * dlclose would unmap the code they run). */
+    bool off = false;
+    je_mallctl("background_thread", NULL, NULL, &off, sizeof off);
     sc_state *s = sc_state_storage();
     sc_state_publish(0);
     sc_devices_release(&s->devices);

@@ -224,6 +224,12 @@ static sc_arena *migrate_prepare(sicm_arena sa, sicm_device *const *devs, unsign
     return sc_fail_null(EINVAL, "huge-page and placer flags belong to sicm_arena_create_devices");
   if (sc_binding_make(s, devs, ndevs, flags, to) != 0)
     return NULL;
+  pthread_mutex_lock(&a->window_lock);
+  unsigned ndevices = a->binding.ndevices;
+  pthread_mutex_unlock(&a->window_lock);
+  if (a->borrowed && ndevices == 0)
+    return sc_fail_null(EINVAL, "a fixed arena made without a device leaves its memory where "
+                                "the caller placed it");
   if (to->huge_page != a->huge_page)
     return sc_fail_null(EINVAL, "the arena has %zu KiB pages, the target %zu KiB: the kernel "
                                 "moves pages, it does not change their size",

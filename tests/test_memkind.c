@@ -318,6 +318,37 @@ static void aligned_and_zeroed_blocks_of_every_small_size(void) {
   CHECK_MSG(bad == 0, "%d aligned or zeroed blocks were wrong", bad);
 }
 
+/* A fixed kind allocates from the caller's memory alone and leaves it to
+ * the caller; defragmentation and background threads answer. */
+static void fixed_kinds_and_upkeep(void) {
+  const size_t len = 8 << 20;
+  char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(buf != MAP_FAILED);
+  memkind_t fixed = NULL, other = NULL;
+  CHECK(memkind_create_fixed(buf, len, &fixed) == MEMKIND_SUCCESS && fixed != NULL);
+  CHECK(memkind_create_fixed(buf + (1 << 20), 1 << 20, &other) == MEMKIND_ERROR_INVALID);
+  CHECK(memkind_create_fixed(NULL, len, &other) == MEMKIND_ERROR_INVALID);
+  size_t total = 0;
+  for (;;) {
+    char *p = memkind_malloc(fixed, 100000);
+    if (p == NULL)
+      break;
+    CHECK(p >= buf && p + 100000 <= buf + len);
+    CHECK(memkind_detect_kind(p) == fixed);
+    total += 100000;
+  }
+  CHECK(total > len / 2 && total <= len);
+  CHECK(memkind_get_capacity(fixed) == (ssize_t)len);
+  CHECK(memkind_destroy_kind(fixed) == MEMKIND_SUCCESS);
+  memset(buf, 1, len); /* still the caller's */
+  CHECK(memkind_create_fixed(buf, len, &fixed) == MEMKIND_SUCCESS);
+  CHECK(memkind_destroy_kind(fixed) == MEMKIND_SUCCESS);
+  munmap(buf, len);
+  CHECK(memkind_defrag_reallocate(NULL, NULL) == NULL);
+  CHECK(memkind_set_bg_threads(true) == MEMKIND_SUCCESS);
+  CHECK(memkind_set_bg_threads(false) == MEMKIND_SUCCESS);
+}
+
 /* Size 0 is success with no memory, as memkind documents. */
 static void memalign_of_size_zero_is_null_and_success(void) {
   void *p = (void *)1;
@@ -560,6 +591,7 @@ int main(int argc, char **argv) {
   hbw_policy_is_set_once_before_allocating();
   kinds_by_capability_capacity_and_statistics();
   file_backed_kinds_live_in_their_directory();
+  fixed_kinds_and_upkeep();
   memalign_of_size_zero_is_null_and_success();
   aligned_and_zeroed_blocks_of_every_small_size();
   forked_children_use_kinds_while_a_thread_works();

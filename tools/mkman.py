@@ -20,7 +20,8 @@ SPDX = "SPDX-License-Identifier: BSD-3-Clause"
 # Written first in every page but the .so links (man reads those only when
 # .so is their first line).
 ROFF_SPDX = '.\\" ' + SPDX
-HEADERS = ["include/sicm.h", "include/sicm_shared.h", "include/sicm_allocator.h",
+HEADERS = ["include/sicm.h", "include/sicm_shared.h", "include/sicm_fixed.h", "include/sicm_upkeep.h",
+           "include/sicm_allocator.h",
            "include/sicm_autoplace.h"]
 # Banner title prefix -> (page, one-line summary for NAME).
 TOPICS = [
@@ -30,6 +31,8 @@ TOPICS = [
     ("Arenas", "sicm_arena", "groups of allocations placed on devices and moved together"),
     ("Migration", "sicm_migration", "move a whole arena to other devices"),
     ("Shared arenas", "sicm_shared", "one heap in POSIX shared memory for the processes of a node"),
+    ("Fixed arenas", "sicm_fixed", "allocations from memory the caller owns"),
+    ("Upkeep", "sicm_upkeep", "defragmentation and the allocator's background threads"),
     ("Allocators by intent", "sicm_allocator", "OpenMP-style memory spaces, traits and allocators"),
     ("Intent hints", "sicm_intent", "say what data needs, get the device that fits"),
     ("Automatic placement", "sicm_autoplace", "hot arenas find the fast tier by themselves"),

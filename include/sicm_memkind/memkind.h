@@ -216,10 +216,28 @@ SICM_MEMKIND_API void memkind_config_set_path(struct memkind_config *cfg, const 
 SICM_MEMKIND_API void memkind_config_set_size(struct memkind_config *cfg, size_t pmem_size);
 SICM_MEMKIND_API void memkind_config_set_memory_usage_policy(struct memkind_config *cfg,
                                                              memkind_mem_usage_policy policy);
+/* A kind on memory the caller owns: the whole pages of [addr, addr + size),
+ * which must stay mapped until the kind is destroyed (a libsicm fixed
+ * arena, sicm_arena_create_fixed(3): bytes never assumed zero, no page
+ * given back, placement the caller's).  MEMKIND_SUCCESS;
+ * MEMKIND_ERROR_INVALID for addr or kind NULL, size 0, no whole page, or
+ * a range that overlaps another fixed kind's or lies in a kind's arena;
+ * MEMKIND_ERROR_TOOMANY when 64 kinds of one arena (file-backed and
+ * fixed) exist; MEMKIND_ERROR_MALLOC when out of memory.
+ * memkind_destroy_kind() leaves the range to the caller. */
+SICM_MEMKIND_API int memkind_create_fixed(void *addr, size_t size, memkind_t *kind);
 /* 0 when pmem_dir is on a DAX file system (a file there maps with
  * MAP_SYNC), MEMKIND_ERROR_MMAP when it is not, MEMKIND_ERROR_RUNTIME when
  * no file can be made there. */
 SICM_MEMKIND_API int memkind_check_dax_path(const char *pmem_dir);
+
+/* A block moved out of a sparse slab, or NULL when it stays
+ * (sicm_defrag_reallocate(3)); kind is not needed (NULL: any). */
+SICM_MEMKIND_API void *memkind_defrag_reallocate(memkind_t kind, void *ptr);
+/* Start (true) or stop the allocator's background threads, which give
+ * free pages back as they age (sicm_background_threads(3)).
+ * MEMKIND_SUCCESS, or MEMKIND_ERROR_OPERATION_FAILED. */
+SICM_MEMKIND_API int memkind_set_bg_threads(bool state);
 
 /* Deprecated in memkind: the kind of a partition number
  * (MEMKIND_PARTITION_*).  0, or MEMKIND_ERROR_UNAVAILABLE (unknown

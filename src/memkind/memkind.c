@@ -220,10 +220,10 @@ static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
     errno = ENOMEM;
     return NULL;
   }
-  if (k->memory == MEM_FILE) { /* one arena, whatever the node */
+  if (mk_kind_single(k)) { /* one arena, whatever the node */
     if ((unsigned)cpu < MK_FAST_CPUS)
-      __atomic_store_n(&mk_fast.arena[cpu][k - kinds], k->file_arena, __ATOMIC_RELEASE);
-    return k->file_arena;
+      __atomic_store_n(&mk_fast.arena[cpu][k - kinds], k->single_arena, __ATOMIC_RELEASE);
+    return k->single_arena;
   }
   int node = cpu >= 0 && cpu < mk_machine.ncpus ? mk_machine.cpu_node[cpu] : -1;
   int by_cpu = node >= 0; /* else the thread's own node: not the CPU's to keep */
@@ -578,7 +578,7 @@ void *memkind_realloc(memkind_t kind, void *ptr, size_t size) {
 int memkind_check_available(memkind_t kind) {
   if (!kind_valid(kind))
     return MEMKIND_ERROR_INVALID;
-  if (kind_of_heap(kind) || kind->memory == MEM_FILE)
+  if (kind_of_heap(kind) || mk_kind_single(kind))
     return 0;
   if (!mk_ready())
     return MEMKIND_ERROR_UNAVAILABLE;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* memkind_api.c: memkind 1.14's calls about kinds rather than blocks — the
  * version, kinds by (memtype, policy, flags) and by partition number, a
- * kind's capacity, and its statistics, cached and printed. */
+ * kind's capacity, its statistics, cached and printed, and the allocator's
+ * upkeep (defragmentation, background threads). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -62,12 +63,23 @@ int memkind_create_kind(memkind_memtype_t memtype_flags, memkind_policy_t policy
   return MEMKIND_ERROR_INVALID;
 }
 
+void *memkind_defrag_reallocate(memkind_t kind, void *ptr) {
+  (void)kind; /* the block's arena says where the new block goes */
+  return sicm_defrag_reallocate(ptr);
+}
+
+int memkind_set_bg_threads(bool state) {
+  if (!mk_ready())
+    return MEMKIND_ERROR_OPERATION_FAILED;
+  return sicm_background_threads(state) == 0 ? MEMKIND_SUCCESS : MEMKIND_ERROR_OPERATION_FAILED;
+}
+
 /* A file-backed kind goes with its memory; the static kinds live as long
  * as the process (memkind would destroy their arenas under other users). */
 int memkind_destroy_kind(memkind_t kind) {
   if (!mk_kind_valid(kind))
     return MEMKIND_ERROR_INVALID;
-  return kind->memory == MEM_FILE ? mk_file_kind_destroy(kind) : MEMKIND_SUCCESS;
+  return mk_kind_single(kind) ? mk_single_kind_destroy(kind) : MEMKIND_SUCCESS;
 }
 
 int memkind_get_kind_by_partition(int partition, memkind_t *kind) {
@@ -118,8 +130,8 @@ ssize_t memkind_get_capacity(memkind_t kind) {
     }
     return (ssize_t)total;
   }
-  if (kind->memory == MEM_FILE)
-    return (ssize_t)kind->file_size;
+  if (mk_kind_single(kind))
+    return (ssize_t)kind->single_size;
   if (kind->place == PLACE_PREFERRED || kind->huge_page)
     return -1;
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
@@ -148,9 +160,9 @@ static void kind_stats(memkind_t kind, size_t out[STATS]) {
     return;
   }
   sicm_arena *arenas = __atomic_load_n(&kind->arenas, __ATOMIC_ACQUIRE);
-  int n = kind->memory == MEM_FILE ? 1 : arenas != NULL ? mk_machine.node_slots : 0;
+  int n = mk_kind_single(kind) ? 1 : arenas != NULL ? mk_machine.node_slots : 0;
   for (int node = 0; node < n; node++) {
-    sicm_arena a = kind->memory == MEM_FILE ? kind->file_arena
+    sicm_arena a = mk_kind_single(kind) ? kind->single_arena
                                              : __atomic_load_n(&arenas[node], __ATOMIC_ACQUIRE);
     sicm_arena_stats s;
     if (a == NULL || sicm_arena_get_stats(a, &s) != 0)

@@ -16,7 +16,8 @@ typedef enum kind_memory {
   MEM_HIGHEST_CAPACITY,
   MEM_LOWEST_LATENCY,
   MEM_HIGHEST_BANDWIDTH,
-  MEM_FILE                /* a file in a directory (memkind_create_pmem) */
+  MEM_FILE,               /* a file in a directory (memkind_create_pmem) */
+  MEM_FIXED               /* memory the caller owns (memkind_create_fixed) */
 } kind_memory;
 
 typedef enum kind_scope { SCOPE_NEAREST, SCOPE_ALL, SCOPE_LOCAL } kind_scope;
@@ -29,8 +30,8 @@ struct memkind {
   kind_place place;
   size_t huge_page;             /* hugetlb kinds: their page size; 0: base pages */
   sicm_arena *arenas;           /* per initiator node; set once, atomically */
-  sicm_arena file_arena;        /* MEM_FILE: the kind's one arena */
-  size_t file_size;             /* MEM_FILE: its bytes */
+  sicm_arena single_arena;      /* MEM_FILE, MEM_FIXED: the kind's one arena */
+  size_t single_size;           /* and its bytes */
 };
 
 #define MK_NKINDS 26            /* the static kinds of memkind.c */
@@ -96,8 +97,13 @@ int mk_kind_valid(memkind_t kind);
 int mk_kind_in_heap(memkind_t kind);
 /* Records that `arena` is the kind's (memkind_detect_kind finds it). */
 void mk_kind_publish(memkind_t kind, sicm_arena arena);
-/* memkind_pmem.c: destroys a file-backed kind and frees its slot. */
-int mk_file_kind_destroy(memkind_t kind);
+/* Whether the kind is one arena of its own, whatever the node (a
+ * file-backed or a fixed kind, memkind_pmem.c). */
+static inline int mk_kind_single(const struct memkind *k) {
+  return k->memory == MEM_FILE || k->memory == MEM_FIXED;
+}
+/* memkind_pmem.c: destroys a kind of one arena and frees its slot. */
+int mk_single_kind_destroy(memkind_t kind);
 /* The HBW kind of an hbw_policy_t and an hbw_pagesize_t, as memkind
  * chooses it (hbwmalloc.c). */
 memkind_t mk_hbw_kind(int policy, int pagesize);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* memkind_pmem.c: memkind's file-backed (PMEM) kinds — each a libsicm
- * file-backed arena (sicm_arena_create_file) in a slot of the kind table
- * after the static kinds — their configuration object, and the check that
- * a directory is on a DAX file system. */
+/* memkind_pmem.c: memkind's kinds of one arena each, in slots of the kind
+ * table after the static kinds: file-backed (PMEM) kinds on libsicm's
+ * file-backed arenas (sicm_arena_create_file), with their configuration
+ * object and the check that a directory is on a DAX file system, and
+ * fixed kinds on libsicm's fixed arenas (sicm_arena_create_fixed). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -61,11 +62,36 @@ static memkind_t slot_take(void) {
     memkind_t k = mk_kind(i);
     const char *free_slot = NULL;
     if (__atomic_load_n(&k->name, __ATOMIC_ACQUIRE) == NULL &&
-        __atomic_compare_exchange_n(&k->name, &free_slot, "memkind_pmem_taken", 0,
+        __atomic_compare_exchange_n(&k->name, &free_slot, "memkind_taken", 0,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
       return k;
   }
   return NULL;
+}
+
+/* Makes slot k the kind of `arena`, of `size` bytes, named `name`; or,
+ * when there is no arena, frees the slot and says why: `full` for errno
+ * ENOMEM, ENOSPC or EAGAIN, MEMKIND_ERROR_INVALID for the rest.  errno is
+ * saved_errno again on success. */
+static int single_kind_finish(memkind_t k, sicm_arena arena, kind_memory memory, size_t size,
+                              const char *name, int saved_errno, int full, memkind_t *kind) {
+  if (arena == NULL) {
+    int err = errno;
+    __atomic_store_n(&k->name, NULL, __ATOMIC_RELEASE);
+    return err == ENOMEM || err == ENOSPC || err == EAGAIN ? full : MEMKIND_ERROR_INVALID;
+  }
+  errno = saved_errno;
+  k->memory = memory;
+  k->scope = SCOPE_ALL;
+  k->place = PLACE_BIND;
+  k->huge_page = 0;
+  k->arenas = NULL;
+  k->single_arena = arena;
+  k->single_size = size;
+  mk_kind_publish(k, arena);
+  __atomic_store_n(&k->name, name, __ATOMIC_RELEASE);
+  *kind = k;
+  return MEMKIND_SUCCESS;
 }
 
 static int create_file_kind(const char *dir, size_t max_size, memkind_t *kind) {
@@ -88,23 +114,8 @@ static int create_file_kind(const char *dir, size_t max_size, memkind_t *kind) {
   sicm_device *dev = sicm_device_of_node(node < 0 ? 0 : node, 0);
   int saved_errno = errno;
   sicm_arena arena = dev != NULL ? sicm_arena_create_file(dir, size, dev) : NULL;
-  if (arena == NULL) {
-    int err = errno;
-    __atomic_store_n(&k->name, NULL, __ATOMIC_RELEASE);
-    return err == ENOMEM || err == ENOSPC ? MEMKIND_ERROR_MMAP : MEMKIND_ERROR_INVALID;
-  }
-  errno = saved_errno;
-  k->memory = MEM_FILE;
-  k->scope = SCOPE_ALL;
-  k->place = PLACE_BIND;
-  k->huge_page = 0;
-  k->arenas = NULL;
-  k->file_arena = arena;
-  k->file_size = size;
-  mk_kind_publish(k, arena);
-  __atomic_store_n(&k->name, "memkind_pmem", __ATOMIC_RELEASE);
-  *kind = k;
-  return MEMKIND_SUCCESS;
+  return single_kind_finish(k, arena, MEM_FILE, size, "memkind_pmem", saved_errno,
+                            MEMKIND_ERROR_MMAP, kind);
 }
 
 int memkind_create_pmem(const char *dir, size_t max_size, memkind_t *kind) {
@@ -119,14 +130,30 @@ int memkind_create_pmem_with_config(struct memkind_config *cfg, memkind_t *kind)
   return create_file_kind(cfg->pmem_dir, cfg->pmem_size, kind);
 }
 
-int mk_file_kind_destroy(memkind_t k) {
-  sicm_arena arena = k->file_arena;
-  __atomic_store_n(&k->name, "memkind_pmem_destroyed", __ATOMIC_RELEASE);
+/* The caller's memory, whole, as memkind takes it (a fixed arena uses its
+ * whole pages). */
+int memkind_create_fixed(void *addr, size_t size, memkind_t *kind) {
+  if (addr == NULL || size == 0 || kind == NULL)
+    return MEMKIND_ERROR_INVALID;
+  if (!mk_ready())
+    return MEMKIND_ERROR_UNAVAILABLE;
+  memkind_t k = slot_take();
+  if (k == NULL)
+    return MEMKIND_ERROR_TOOMANY;
+  int saved_errno = errno;
+  sicm_arena arena = sicm_arena_create_fixed(addr, size, NULL);
+  return single_kind_finish(k, arena, MEM_FIXED, size, "memkind_fixed", saved_errno,
+                            MEMKIND_ERROR_MALLOC, kind);
+}
+
+int mk_single_kind_destroy(memkind_t k) {
+  sicm_arena arena = k->single_arena;
+  __atomic_store_n(&k->name, "memkind_destroyed", __ATOMIC_RELEASE);
   unsigned index = (unsigned)(k - mk_kind(0));
   for (unsigned cpu = 0; cpu < MK_FAST_CPUS; cpu++)
     __atomic_store_n(&mk_fast.arena[cpu][index], NULL, __ATOMIC_RELEASE);
   int rc = sicm_arena_destroy(arena) == 0 ? MEMKIND_SUCCESS : MEMKIND_ERROR_OPERATION_FAILED;
-  k->file_arena = NULL;
+  k->single_arena = NULL;
   __atomic_store_n(&k->name, NULL, __ATOMIC_RELEASE);
   return rc;
 }

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// test_upkeep.cc: sicm_defrag_reallocate moves blocks out of sparse slabs,
+// keeping their bytes, and leaves alone what it should; the allocator's
+// background threads start and stop.
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <set>
+#include <vector>
+
+#include "sicm_test.h"
+
+namespace {
+
+class Upkeep : public sicm_test::LocalDevice {};
+
+size_t DistinctPages(const std::vector<char *> &blocks) {
+  std::set<uintptr_t> pages;
+  for (char *p : blocks) pages.insert((uintptr_t)p >> 12);
+  return pages.size();
+}
+
+TEST_F(Upkeep, DefragPacksSparseSlabsAndKeepsTheBytes) {
+  sicm_arena a = sicm_arena_create(0, dev_);
+  ASSERT_NE(nullptr, a);
+  std::vector<char *> all, kept;
+  for (int i = 0; i < 20000; i++) {
+    char *p = (char *)sicm_arena_alloc(a, 96);
+    ASSERT_NE(nullptr, p);
+    memset(p, i & 0xff, 96);
+    all.push_back(p);
+  }
+  // Every tenth block stays: every slab is left a tenth used.
+  for (size_t i = 0; i < all.size(); i++) {
+    if (i % 10 == 0) kept.push_back(all[i]);
+    else sicm_free(all[i]);
+  }
+  size_t before = DistinctPages(kept);
+  size_t moved = 0;
+  for (size_t i = 0; i < kept.size(); i++) {
+    char *p = (char *)sicm_defrag_reallocate(kept[i]);
+    if (p == nullptr) continue;
+    moved++;
+    kept[i] = p;
+    EXPECT_EQ(a, sicm_arena_lookup(p));
+  }
+  for (size_t i = 0; i < kept.size(); i++)
+    for (int b = 0; b < 96; b++)
+      ASSERT_EQ((char)((i * 10) & 0xff), kept[i][b]) << "block " << i;
+  EXPECT_GT(moved, kept.size() / 2);
+  EXPECT_LT(DistinctPages(kept) * 2, before) << moved << " moved";
+  for (char *p : kept) sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+TEST_F(Upkeep, DefragLeavesAloneWhatIsNotWorthIt) {
+  sicm_arena a = sicm_arena_create(0, dev_);
+  ASSERT_NE(nullptr, a);
+  errno = 1234;
+  EXPECT_EQ(nullptr, sicm_defrag_reallocate(nullptr));
+  void *heap = malloc(64);
+  EXPECT_EQ(nullptr, sicm_defrag_reallocate(heap));
+  free(heap);
+  void *large = sicm_arena_alloc(a, 1 << 20);
+  ASSERT_NE(nullptr, large);
+  EXPECT_EQ(nullptr, sicm_defrag_reallocate(large));
+  // A slab full of live blocks is as used as a slab can be.
+  std::vector<void *> full;
+  for (int i = 0; i < 512; i++) full.push_back(sicm_arena_alloc(a, 64));
+  size_t moved = 0;
+  for (void *p : full) moved += sicm_defrag_reallocate(p) != nullptr;
+  EXPECT_EQ(0u, moved);
+  EXPECT_EQ(1234, errno);
+  for (void *p : full) sicm_free(p);
+  sicm_free(large);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+size_t Threads() {
+  size_t n = 0;
+  DIR *d = opendir("/proc/self/task");
+  for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+  if (d) closedir(d);
+  return n;
+}
+
+TEST_F(Upkeep, BackgroundThreadsStartAndStop) {
+  EXPECT_EQ(-1, sicm_background_threads(2));
+  EXPECT_EQ(EINVAL, errno);
+  size_t before = Threads();
+  ASSERT_EQ(0, sicm_background_threads(1)) << sicm_error_detail();
+  sicm_arena a = sicm_arena_create(0, dev_);
+  ASSERT_NE(nullptr, a);
+  void *p = sicm_arena_alloc(a, 4 << 20);
+  sicm_free(p);
+  EXPECT_GT(Threads(), before);
+  ASSERT_EQ(0, sicm_background_threads(0)) << sicm_error_detail();
+  EXPECT_EQ(before, Threads());
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+}  // namespace
