@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_window.c: address windows.  A private arena owns large NORESERVE
  * reservations (PROT_NONE under strict overcommit; hugetlb mappings in a
- * hugetlb arena), bound once to the arena's nodes; jemalloc's extents are carved from their bottom (and
- * opened with mprotect when PROT_NONE), so every piece inherits the binding, and the pages of the arena are always a few
- * known ranges (what migration moves).  A shared arena adopts its segment
- * as its one window.  A table indexed by 16 GiB chunk maps any address to
- * its arena without a lock; a fixed arena's window (memory the caller
- * owns, anywhere) marks its chunks SC_CHUNK_MANY, and a short list of
- * those windows finds the owner. */
+ * hugetlb arena), bound once to the arena's nodes; jemalloc's extents are
+ * carved from their bottom (and opened with mprotect when PROT_NONE), so
+ * every piece inherits the binding, and the pages of the arena are always
+ * a few known ranges (what migration moves).  A shared arena adopts its
+ * segment as its one window.  A table indexed by 16 GiB chunk maps any
+ * address to its arena without a lock; a fixed arena's window (memory the
+ * caller owns, anywhere) marks its chunks SC_CHUNK_MANY, and a short list
+ * of those windows finds the owner. */
 #include <errno.h>
 #include <stdbool.h>
 #include <numaif.h>
@@ -22,9 +23,9 @@ uint8_t *sc_page_tags[SC_CHUNK_COUNT];
 
 #define PAGE_TAGS_SIZE (SC_CHUNK_SIZE >> SC_PAGE_TAG_SHIFT)
 
-/* Gives each chunk of a new private window (or a fixed arena's range) its page tags.  Without them
- * (no memory for the table) frees of the chunk take the slow path, which
- * is correct; so this reports nothing. */
+/* Gives each chunk of a new private window, or of a fixed arena's range,
+ * its page tags.  Without them (no memory for the table) frees of the
+ * chunk take the slow path, which is correct; so this reports nothing. */
 static void page_tags_make(const sc_window *w) {
   uintptr_t first = (uintptr_t)w->base >> SC_CHUNK_SHIFT;
   uintptr_t last = ((uintptr_t)w->base + w->size - 1) >> SC_CHUNK_SHIFT;
@@ -295,7 +296,8 @@ static int window_reserve(sc_arena *a, size_t min_size) {
   /* The guard page: no two windows are one mapping, even when adjacent
    * and bound alike, so /proc/self/smaps tells arenas apart (the placer's
    * monitor reads it per mapping).  Hugetlb mappings never merge. */
-  if (!a->huge_page && prot != PROT_NONE && mprotect(base + size - sc_page_size(), sc_page_size(), PROT_NONE) != 0) {
+  if (!a->huge_page && prot != PROT_NONE &&
+      mprotect(base + size - sc_page_size(), sc_page_size(), PROT_NONE) != 0) {
     int err = errno;
     munmap(base, size);
     return sc_fail(err, "mprotect of a new window's guard page failed: %s", strerror(err));

@@ -22,7 +22,9 @@ namespace internal {
 /* Owns one fixed kind: the allocator's kind. */
 class kind_wrapper_t : public libmemkind::internal::kind_owner {
  public:
-  kind_wrapper_t(void *addr, std::size_t size) { check(memkind_create_fixed(addr, size, &kind_), "fixed"); }
+  kind_wrapper_t(void *addr, std::size_t size) {
+    check(memkind_create_fixed(addr, size, &kind_), "fixed");
+  }
 };
 
 }  // namespace internal

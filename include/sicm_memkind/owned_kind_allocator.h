@@ -65,14 +65,16 @@ class owned_kind_allocator {
 
   /* A new kind, from the Wrapper's arguments (two or more: never a copy). */
   template <typename A, typename B, typename... Rest,
-            typename = typename std::enable_if<std::is_constructible<Wrapper, A, B, Rest...>::value>::type>
+            typename = typename std::enable_if<
+                std::is_constructible<Wrapper, A, B, Rest...>::value>::type>
   explicit owned_kind_allocator(A &&a, B &&b, Rest &&...rest)
       : kind_(std::make_shared<Wrapper>(std::forward<A>(a), std::forward<B>(b),
                                         std::forward<Rest>(rest)...)) {}
   owned_kind_allocator(const owned_kind_allocator &other) = default;
   owned_kind_allocator(owned_kind_allocator &&other) = default;
   template <typename U>
-  owned_kind_allocator(const owned_kind_allocator<U, Wrapper> &other) noexcept : kind_(other.kind_) {}
+  owned_kind_allocator(const owned_kind_allocator<U, Wrapper> &other) noexcept
+      : kind_(other.kind_) {}
   template <typename U>
   owned_kind_allocator(owned_kind_allocator<U, Wrapper> &&other) noexcept
       : kind_(std::move(other.kind_)) {}

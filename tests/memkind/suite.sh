@@ -15,6 +15,8 @@
 # the host), `run` runs what was built (in the guest too), `both` is the
 # default.  Output: counts per library, then every test Debian's memkind
 # passes that ours does not, with its status; exit 1 if there is one.
+# With SICM_SUITE_HUGE_PAGES=N (as root, in the guest) each node reserves N
+# huge pages of 2 MiB while the tests run, for memkind's hugetlb kinds.
 set -u
 src=${1:-}
 step=${2:-both}
@@ -86,6 +88,15 @@ if [ "$step" != run ]; then
     exit 1
 fi
 [ "$step" = build ] && exit 0
+huge_pages() { # huge_pages N: reserve N 2 MiB pages on every node
+  for f in /sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hugepages; do
+    echo "$1" > "$f" || return 1
+  done
+}
+if [ -n "${SICM_SUITE_HUGE_PAGES:-}" ]; then
+  huge_pages "$SICM_SUITE_HUGE_PAGES" || { echo "cannot reserve huge pages"; exit 1; }
+  trap 'huge_pages 0' EXIT
+fi
 for lib in debian sicm; do
   mkdir -p "$out/$lib/pmem"
   run_one $lib
