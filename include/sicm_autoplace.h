@@ -106,11 +106,16 @@ typedef struct sicm_autoplace_config {
   unsigned half_life;         /* intervals for a rate to decay by half, >= 1 */
   unsigned arenas;            /* enum sicm_autoplace_arenas */
   int monitor_only;           /* 1: measure, never move */
+  /* The share of one core (0 to 1; 0: the default, 0.01) that measuring
+   * may take: when a measure costs more than this share of an interval,
+   * the placer lengthens its intervals until it does not (the report
+   * gives the interval it keeps). */
+  double cpu_share;
 } sicm_autoplace_config;
 
 /* Fills c with the defaults: the fast device by bandwidth, budget 0 (the
  * tier's free memory), reserve 64 MiB, interval 1000 ms, half-life 1
- * intervals, every arena, placing.  Returns 0, or -1 with errno EINVAL (c
+ * intervals, every arena, placing, 1% of a core for measuring.  Returns 0, or -1 with errno EINVAL (c
  * NULL) or EPERM (not initialized), or ENODEV (no device). */
 SICM_API int sicm_autoplace_config_init(sicm_autoplace_config *c);
 
@@ -141,7 +146,7 @@ SICM_API int sicm_autoplace_config_init(sicm_autoplace_config *c);
  * Returns 0, or -1 with errno (nothing started, nothing moved):
  *   EINVAL  c NULL; a device not from sicm_devices(), of huge pages or
  *           listed twice; interval_ms below 10; half_life 0; unknown
- *           arenas value; budget or reserve above the fast tier's
+ *           arenas value; cpu_share not in 0 to 1; budget or reserve above the fast tier's
  *           capacity (with no device: the default fast tier's);
  *   EBUSY   the placer already runs (from this call or SICM_AUTOPLACE);
  *   ENOTSUP the kernel does not report referenced pages to this process
@@ -153,6 +158,23 @@ SICM_API int sicm_autoplace_start(const sicm_autoplace_config *c);
 /* Stop the placer, waiting for a move in progress to finish; arenas stay
  * where they are.  Returns 0, or -1 with errno ESRCH (not running). */
 SICM_API int sicm_autoplace_stop(void);
+
+/* What the placer did since it last started (sicm_stats_print() prints
+ * the same, with its decisions). */
+typedef struct sicm_autoplace_totals {
+  int running;                 /* 1 while it runs */
+  unsigned interval_ms;        /* the interval asked */
+  unsigned interval_kept_ms;   /* the last one, longer when cpu_share asked it */
+  double cpu_share;            /* the share of one core it may take, moves aside */
+  double cpu_used;             /* the share it took, moves aside, to now (or its stop) */
+  double cpu_seconds;          /* its thread's CPU time */
+  double move_cpu_seconds;     /* the part its moves took */
+  uint64_t intervals, moves, moves_refused;
+} sicm_autoplace_totals;
+
+/* The placer's totals.  Returns 0, or -1 with errno EINVAL (out NULL) or
+ * ESRCH (no placer was started since the first sicm_init()). */
+SICM_API int sicm_autoplace_get_totals(sicm_autoplace_totals *out);
 
 /* Set how the placer treats the arena (enum sicm_autoplace_mode).  Returns
  * 0, or -1 with errno EINVAL (bad handle or mode) or ESTALE. */

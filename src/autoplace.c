@@ -53,6 +53,7 @@ static struct {
   sc_plan_arena *plan;          /* scratch, SC_ARENA_SLOTS each */
   unsigned *plan_slot, *order;
   sc_autoplace_totals totals;
+  uint64_t move_cpu_ns;         /* the thread CPU the current interval's moves took */
 } placer = {.lock = PTHREAD_MUTEX_INITIALIZER,
             .sleep_lock = PTHREAD_MUTEX_INITIALIZER,
             .wake = PTHREAD_COND_INITIALIZER};
@@ -103,6 +104,7 @@ static int autoplace_move(unsigned slot, int promote, const char *why) {
     return -1;
   sicm_migration_report report, first = {0};
   int rc = 0;
+  uint64_t c0 = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
   if (!promote && (a->flags & SICM_ARENA_ANYWHERE) != 0) {
     /* First onto capacity memory where it has room for the arena, and
      * preferred there (what does not fit falls back); then bound to the
@@ -116,6 +118,9 @@ static int autoplace_move(unsigned slot, int promote, const char *why) {
     rc = sc_arena_move(sa, to, nto, flags, &report);
   else
     report = first;
+  uint64_t move_cpu = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+  placer.move_cpu_ns += move_cpu;
+  __atomic_fetch_add(&placer.totals.move_cpu_ns, move_cpu, __ATOMIC_RELAXED);
   if (rc == 0) {
     report.bytes_moved += first.bytes_moved;
     report.nanoseconds += first.nanoseconds;
@@ -160,6 +165,25 @@ static int shared_enter(sc_arena *a, uint64_t generation) {
   return 0;
 }
 
+/* When the next interval may start, from `scheduled` (the fixed rate's
+ * time): no sooner than the placer's work so far, at the cpu= share of a
+ * core, has been earned since it started — a token bucket, so that over
+ * any run the share holds but for the interval that just ended.  Measuring
+ * is most of that work, and its cost follows the whole process (the
+ * kernel's smaps walk covers every resident page), which the placer cannot
+ * shrink; it measures less often instead.  Moves are left out: the cost
+ * rule bounds each by the accesses it serves.  Aimed below the share, so
+ * that the interval that just ended stays within it too once the run is a
+ * few intervals long. */
+static uint64_t interval_next(uint64_t scheduled, uint64_t started, uint64_t work_cpu_ns) {
+  double share = placer.config.cpu_share > 0 ? placer.config.cpu_share : SC_AUTOPLACE_CPU_DEFAULT;
+  double earned = (double)started + (double)work_cpu_ns / (share * 0.8);
+  double latest = (double)scheduled + 3600e9;
+  uint64_t next = earned > (double)scheduled ? (uint64_t)(earned < latest ? earned : latest)
+                                             : scheduled;
+  return next;
+}
+
 /* Measures every arena that takes part, counting the monitor's time; 0
  * when this interval has no measure. */
 static int interval_measure(void) {
@@ -201,11 +225,13 @@ static sc_arena *track_arena(unsigned slot, uint64_t *generation, sicm_device **
 
 /* The bytes the arena referenced this interval: this process's, or for a
  * shared arena every process's, summed. */
-static uint64_t referenced_bytes(sc_arena *a, uint64_t generation, uint64_t mine) {
+static uint64_t referenced_bytes(sc_arena *a, uint64_t generation, uint64_t mine,
+                                 uint64_t elapsed_ns) {
   if (a->ops->rate_share == NULL || !shared_enter(a, generation))
     return mine;
-  double seconds = (double)placer.config.interval_ms / 1000;
-  uint64_t sum = a->ops->rate_share(a, (uint64_t)((double)mine / seconds), placer.config.interval_ms);
+  double seconds = (double)elapsed_ns / 1e9;
+  uint64_t sum = a->ops->rate_share(a, (uint64_t)((double)mine / seconds),
+                                    (unsigned)(elapsed_ns / 1000000));
   pthread_mutex_unlock(&a->migrate_lock);
   return (uint64_t)((double)sum * seconds);
 }
@@ -215,8 +241,9 @@ static uint64_t referenced_bytes(sc_arena *a, uint64_t generation, uint64_t mine
 static int rates_update(unsigned slot, sc_arena *a, uint64_t generation, int fast,
                         uint64_t elapsed_ns, double alpha) {
   autoplace_track *t = &placer.tracks[slot];
-  double seconds = (double)placer.config.interval_ms / 1000;
-  uint64_t referenced = referenced_bytes(a, generation, placer.sample->referenced[slot]);
+  double seconds = (double)elapsed_ns / 1e9; /* the interval may have been stretched */
+  uint64_t referenced = referenced_bytes(a, generation, placer.sample->referenced[slot],
+                                         elapsed_ns);
   t->rate += alpha * ((double)referenced - t->rate);
   sicm_arena_rates *r = &t->rates;
   r->intervals++;
@@ -398,11 +425,17 @@ static void autoplace_interval(uint64_t elapsed_ns) {
 static void *placer_main(void *arg) {
   (void)arg;
   /* The first interval counts from now. */
+  uint64_t started = sc_clock_ns(CLOCK_REALTIME), c0 = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
   sc_monitor_sample(placer.monitor, takes_part, placer.sample);
-  uint64_t last = sc_clock_ns(CLOCK_MONOTONIC), interval_ns = placer.config.interval_ms * 1000000ull;
+  uint64_t interval_ns = placer.config.interval_ms * 1000000ull;
+  uint64_t work_cpu = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
   /* Intervals start at a fixed rate, the time measuring and moving take
    * included; one that overran starts the next at once, never a burst. */
-  uint64_t next = sc_clock_ns(CLOCK_REALTIME) + interval_ns;
+  uint64_t next = interval_next(started + interval_ns, started, work_cpu);
+  __atomic_store_n(&placer.totals.interval_eff_ms, (next - started) / 1000000, __ATOMIC_RELAXED);
+  __atomic_store_n(&placer.totals.cpu_ns, sc_clock_ns(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
+  sc_autoplace_totals_publish(&placer.totals);
+  uint64_t last = sc_clock_ns(CLOCK_MONOTONIC);
   pthread_mutex_lock(&placer.sleep_lock);
   while (!placer.stop) {
     struct timespec until = {.tv_sec = (time_t)(next / 1000000000u),
@@ -412,12 +445,18 @@ static void *placer_main(void *arg) {
     if (placer.stop)
       break;
     pthread_mutex_unlock(&placer.sleep_lock);
-    uint64_t now = sc_clock_ns(CLOCK_MONOTONIC);
+    uint64_t now = sc_clock_ns(CLOCK_MONOTONIC), cpu = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    placer.move_cpu_ns = 0;
     autoplace_interval(now - last);
+    work_cpu += sc_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu - placer.move_cpu_ns;
     last = now;
+    __atomic_store_n(&placer.totals.cpu_ns, sc_clock_ns(CLOCK_THREAD_CPUTIME_ID),
+                     __ATOMIC_RELAXED);
+    uint64_t real = sc_clock_ns(CLOCK_REALTIME), previous = next;
+    next = interval_next(next + interval_ns > real ? next + interval_ns : real, started, work_cpu);
+    __atomic_store_n(&placer.totals.interval_eff_ms, (next - previous) / 1000000,
+                     __ATOMIC_RELAXED);
     sc_autoplace_totals_publish(&placer.totals);
-    uint64_t real = sc_clock_ns(CLOCK_REALTIME);
-    next = next + interval_ns > real ? next + interval_ns : real;
     pthread_mutex_lock(&placer.sleep_lock);
   }
   pthread_mutex_unlock(&placer.sleep_lock);
@@ -475,7 +514,11 @@ static int placer_start(const sicm_autoplace_config *c) {
     return sc_fail(ENOMEM, "out of memory for the placer");
   }
   placer.totals = (sc_autoplace_totals){.running = 1, .monitor_only = c->monitor_only,
-                                     .interval_ms = c->interval_ms,
+                                     .interval_ms = placer.config.interval_ms,
+                                     .interval_eff_ms = placer.config.interval_ms,
+                                     .cpu_share = placer.config.cpu_share > 0
+                                                      ? placer.config.cpu_share
+                                                      : SC_AUTOPLACE_CPU_DEFAULT,
                                      .start_unix_ns = sc_clock_ns(CLOCK_REALTIME),
                                      .sample_every = 1,
                                      .fast_node = placer.config.devices[0]->node};

@@ -117,11 +117,18 @@ typedef struct sc_autoplace_decision {
 } sc_autoplace_decision;
 /* Keeps d for the report (the newest SC_AUTOPLACE_DECISIONS_KEPT). */
 #define SC_AUTOPLACE_DECISIONS_KEPT 4096
+/* The share of one core the placer's measuring may take, unless told. */
+#define SC_AUTOPLACE_CPU_DEFAULT 0.01
 void sc_autoplace_decision_keep(const sc_autoplace_decision *d);
 /* The placer's totals; the report shows the copy published last. */
 typedef struct sc_autoplace_totals {
   int running, monitor_only;
-  unsigned interval_ms;
+  unsigned interval_ms;         /* asked */
+  unsigned interval_eff_ms;     /* atomic: the last one, stretched to keep within cpu_share */
+  double cpu_share;             /* of one core, the cpu= budget */
+  uint64_t cpu_ns;              /* atomic: the placer thread's CPU time */
+  uint64_t move_cpu_ns;         /* atomic: the part its moves took */
+  uint64_t published_unix_ns;   /* when the report's copy was taken */
   int fast_node;                /* first node of the fast tier */
   uint64_t start_unix_ns;       /* when it started (CLOCK_REALTIME) */
   uint64_t budget, intervals, monitor_ns, moves, moves_failed;

@@ -10,6 +10,7 @@
  *   halflife=N            intervals for a rate to halve (default 1)
  *   arenas=all|flagged    which arenas take part
  *   mode=place|monitor    monitor: measure only
+ *   cpu=SHARE             of one core for measuring: 0.5% or 0.005 (default 1%)
  * SIZE is digits with an optional K, M, G or T (powers of 1024). */
 #include <ctype.h>
 #include <errno.h>
@@ -34,6 +35,7 @@ int sicm_autoplace_config_init(sicm_autoplace_config *c) {
   c->interval_ms = 1000;
   c->half_life = 1;
   c->arenas = SICM_AUTOPLACE_ALL;
+  c->cpu_share = SC_AUTOPLACE_CPU_DEFAULT;
   return 0;
 }
 
@@ -74,6 +76,8 @@ int sc_autoplace_config_check(const sicm_autoplace_config *c) {
     return sc_fail(EINVAL, "the half-life is 1 to 1000 intervals, not %u", c->half_life);
   if (c->arenas != SICM_AUTOPLACE_ALL && c->arenas != SICM_AUTOPLACE_FLAGGED)
     return sc_fail(EINVAL, "arenas is SICM_AUTOPLACE_ALL or _FLAGGED, not %u", c->arenas);
+  if (!(c->cpu_share >= 0 && c->cpu_share <= 1)) /* NaN too */
+    return sc_fail(EINVAL, "cpu_share is a share of one core, 0 to 1, not %g", c->cpu_share);
   if (c->monitor_only != 0 && c->monitor_only != 1)
     return sc_fail(EINVAL, "monitor_only is 0 or 1, not %d", c->monitor_only);
   if (c->reserve > capacity)
@@ -128,6 +132,24 @@ static int parse_interval(const char *v, size_t len, unsigned *out) {
   return 0;
 }
 
+/* "1%", "0.5%", "0.01": a share of one core above 0, at most all of it. */
+static int parse_share(const char *v, size_t len, double *out) {
+  char text[32], *end;
+  if (len == 0 || len >= sizeof text || !isdigit((unsigned char)v[0]))
+    return -1;
+  memcpy(text, v, len);
+  text[len] = '\0';
+  double x = strtod(text, &end);
+  if (*end == '%' && end[1] == '\0')
+    x /= 100;
+  else if (*end != '\0')
+    return -1;
+  if (!(x > 0 && x <= 1))
+    return -1;
+  *out = x;
+  return 0;
+}
+
 static int parse_nodes(const char *v, size_t len, sicm_autoplace_config *c) {
   c->ndevices = 0;
   while (len > 0) {
@@ -177,11 +199,15 @@ static int parse_pair(const char *key, size_t klen, const char *v, size_t vlen,
     c->monitor_only = VAL("monitor");
     return 0;
   }
+  if (KEY("cpu"))
+    return parse_share(v, vlen, &c->cpu_share) == 0
+               ? 0
+               : sc_fail(EINVAL, "cpu= takes a share of one core above 0: 1%%, 0.5%% or 0.01");
   if (KEY("arenas") || KEY("mode"))
     return sc_fail(EINVAL, "%.*s= takes %s", (int)klen, key,
                    KEY("arenas") ? "all or flagged" : "place or monitor");
   return sc_fail(EINVAL, "unknown key '%.*s' (known: fast, budget, reserve, interval, halflife, "
-                         "arenas, mode)", (int)klen, key);
+                         "arenas, mode, cpu)", (int)klen, key);
 #undef KEY
 #undef VAL
 }

@@ -3,6 +3,7 @@
  * totals (copied whole under one lock, so that a report never shows half
  * of an interval) and a ring of its newest decisions, refused moves
  * included — and that part of sicm_stats_print, in text or JSON. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 
@@ -29,6 +30,11 @@ void sc_autoplace_totals_publish(const sc_autoplace_totals *t) {
   copy.running = t->running;
   copy.monitor_only = t->monitor_only;
   copy.interval_ms = t->interval_ms;
+  copy.interval_eff_ms = __atomic_load_n(&t->interval_eff_ms, __ATOMIC_RELAXED);
+  copy.cpu_share = t->cpu_share;
+  copy.cpu_ns = __atomic_load_n(&t->cpu_ns, __ATOMIC_RELAXED);
+  copy.move_cpu_ns = __atomic_load_n(&t->move_cpu_ns, __ATOMIC_RELAXED);
+  copy.published_unix_ns = sc_clock_ns(CLOCK_REALTIME);
   copy.fast_node = t->fast_node;
   copy.start_unix_ns = t->start_unix_ns;
   copy.sample_every = __atomic_load_n(&t->sample_every, __ATOMIC_RELAXED);
@@ -42,29 +48,69 @@ void sc_autoplace_totals_publish(const sc_autoplace_totals *t) {
   pthread_mutex_unlock(&report_lock);
 }
 
+/* The share of one core the placer's thread took from its start to now
+ * (to its stop, when stopped), moves left out: what the cpu= share bounds.
+ * Between two publications a running placer sleeps, so its CPU time of
+ * the last publication holds until now. */
+static double cpu_used(const sc_autoplace_totals *t) {
+  uint64_t end = t->running ? sc_clock_ns(CLOCK_REALTIME) : t->published_unix_ns;
+  uint64_t work = t->cpu_ns > t->move_cpu_ns ? t->cpu_ns - t->move_cpu_ns : 0;
+  return end > t->start_unix_ns ? (double)work / (double)(end - t->start_unix_ns) : 0;
+}
+
 static void totals_print(FILE *out, int json, const sc_autoplace_totals *t, uint64_t dropped) {
   if (json) {
     fprintf(out, ", \"placer\": {\"started\": %s, \"start_time\": %.6f, \"running\": %s, "
                  "\"mode\": \"%s\", "
-                 "\"fast_node\": %d, \"interval_ms\": %u, \"budget\": %llu, \"intervals\": %llu, "
+                 "\"fast_node\": %d, \"interval_ms\": %u, \"interval_kept_ms\": %u, "
+                 "\"cpu_share\": %g, \"cpu_seconds\": %.6f, \"move_cpu_seconds\": %.6f, "
+                 "\"cpu_used\": %.6f, "
+                 "\"budget\": %llu, \"intervals\": %llu, "
                  "\"monitor_seconds\": %.6f, \"sample_every\": %u, "
                  "\"moves\": %llu, \"moves_refused\": %llu, "
                  "\"decisions_dropped\": %llu}, \"decisions\": [",
             t->interval_ms ? "true" : "false", (double)t->start_unix_ns / 1e9,
             t->running ? "true" : "false",
             t->monitor_only ? "monitor" : "place", t->fast_node, t->interval_ms,
+            t->interval_eff_ms, t->cpu_share, (double)t->cpu_ns / 1e9,
+            (double)t->move_cpu_ns / 1e9, cpu_used(t),
             (unsigned long long)t->budget, (unsigned long long)t->intervals,
             (double)t->monitor_ns / 1e9, t->sample_every, (unsigned long long)t->moves,
             (unsigned long long)t->moves_failed, (unsigned long long)dropped);
   } else if (t->interval_ms) {
-    fprintf(out, "placer: %s, %s, fast node %d, interval %u ms, budget %llu; %llu intervals, "
+    fprintf(out, "placer: %s, %s, fast node %d, interval %u ms (kept %u ms for cpu=%g%%), "
+                 "budget %llu; %llu intervals, cpu %.6f s (moves %.6f s; the rest %.3f%% of a "
+                 "core), "
                  "monitor %.6f s, sampling 1 chunk in %u; "
                  "%llu moves, %llu refused\n",
             t->running ? "running" : "stopped", t->monitor_only ? "monitor only" : "placing",
-            t->fast_node, t->interval_ms, (unsigned long long)t->budget,
-            (unsigned long long)t->intervals, (double)t->monitor_ns / 1e9, t->sample_every,
-            (unsigned long long)t->moves, (unsigned long long)t->moves_failed);
+            t->fast_node, t->interval_ms, t->interval_eff_ms, t->cpu_share * 100,
+            (unsigned long long)t->budget, (unsigned long long)t->intervals,
+            (double)t->cpu_ns / 1e9, (double)t->move_cpu_ns / 1e9, cpu_used(t) * 100,
+            (double)t->monitor_ns / 1e9,
+            t->sample_every, (unsigned long long)t->moves, (unsigned long long)t->moves_failed);
   }
+}
+
+int sicm_autoplace_get_totals(sicm_autoplace_totals *out) {
+  if (out == NULL)
+    return sc_fail(EINVAL, "sicm_autoplace_get_totals: out is NULL");
+  pthread_mutex_lock(&report_lock);
+  sc_autoplace_totals t = totals;
+  pthread_mutex_unlock(&report_lock);
+  if (t.interval_ms == 0)
+    return sc_fail(ESRCH, "no placer was started");
+  *out = (sicm_autoplace_totals){.running = t.running,
+                                 .interval_ms = t.interval_ms,
+                                 .interval_kept_ms = t.interval_eff_ms,
+                                 .cpu_share = t.cpu_share,
+                                 .cpu_used = cpu_used(&t),
+                                 .cpu_seconds = (double)t.cpu_ns / 1e9,
+                                 .move_cpu_seconds = (double)t.move_cpu_ns / 1e9,
+                                 .intervals = t.intervals,
+                                 .moves = t.moves,
+                                 .moves_refused = t.moves_failed};
+  return 0;
 }
 
 static void decision_print(FILE *out, int json, const sc_autoplace_decision *d, int first) {

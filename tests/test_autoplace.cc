@@ -6,6 +6,7 @@
 // between nodes is proven in the guest (tests/numa/numa_autoplace.cc).
 // Linked with the convenience library to reach the plan.
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,6 +97,9 @@ TEST_F(Autoplace, BadConfigurationsAreRefusedAndNothingStarts) {
   } cases[] = {
       {"interval 0", [](sicm_autoplace_config *c) { c->interval_ms = 0; }},
       {"half-life 0", [](sicm_autoplace_config *c) { c->half_life = 0; }},
+      {"cpu share above a core", [](sicm_autoplace_config *c) { c->cpu_share = 1.5; }},
+      {"cpu share below 0", [](sicm_autoplace_config *c) { c->cpu_share = -0.01; }},
+      {"cpu share NaN", [](sicm_autoplace_config *c) { c->cpu_share = NAN; }},
       {"unknown arenas", [](sicm_autoplace_config *c) { c->arenas = 7; }},
       {"budget above the device", [](sicm_autoplace_config *c) { c->budget = c->devices[0]->capacity + 1; }},
       {"a device not from the list",
@@ -161,9 +165,18 @@ TEST(AutoplaceConfig, TheVariableIsReadStrictly) {
   EXPECT_EQ(1, c.monitor_only);
   ASSERT_EQ(0, sc_autoplace_config_parse("interval=250", &c));
   EXPECT_EQ(250u, c.interval_ms);
+  EXPECT_DOUBLE_EQ(0.01, c.cpu_share) << "the default";
+  ASSERT_EQ(0, sc_autoplace_config_parse("cpu=0.5%", &c));
+  EXPECT_DOUBLE_EQ(0.005, c.cpu_share);
+  ASSERT_EQ(0, sc_autoplace_config_parse("cpu=0.02", &c));
+  EXPECT_DOUBLE_EQ(0.02, c.cpu_share);
+  ASSERT_EQ(0, sc_autoplace_config_parse("cpu=100%", &c));
+  EXPECT_DOUBLE_EQ(1.0, c.cpu_share);
   for (const char *bad : {"interval=0", "interval=5ms", "interval=1h", "budget=1X", "budget=",
                           "speed=1", "fast=99", "fast=0+0", "arenas=some", "mode=fast",
                           "halflife=0", "budget=99999T", "fast", ",", "interval=1s,,",
+                          "cpu=0", "cpu=0%", "cpu=101%", "cpu=1.5", "cpu=x", "cpu=1%%",
+                          "cpu=-1%", "cpu=", "cpu=1% ",
                           // strict at both ends: no separator leads or trails
                           "budget=1G,", "interval=10,", "fast=0,", "fast=0+", "fast=+0",
                           ",interval=10", "mode=place,", "fast=0+,",
@@ -433,6 +446,41 @@ TEST_F(Autoplace, ASharedArenaIsRatedByEveryProcessAndPlacedByOne) {
   EXPECT_GT(r.referenced_per_second, 0.0) << "the child's accesses, not this one's";
   EXPECT_GT(r.intervals, 0u);
   EXPECT_NE(std::string::npos, report.find("another process's placer places it")) << report;
+}
+
+// A measure that costs more than its share of a core stretches the
+// interval until it does not: with a share no measure can fit in, no
+// interval of 20 ms passes in the time the unthrottled placer, started the
+// same way in the same process, runs several.
+TEST_F(Autoplace, AMeasureOverItsCpuShareLengthensTheInterval) {
+  Make();
+  sicm_autoplace_config cfg = Config();
+  cfg.interval_ms = 20;
+  cfg.monitor_only = 1;
+  sicm_autoplace_totals t;
+  errno = 0;
+  EXPECT_EQ(-1, sicm_autoplace_get_totals(nullptr));
+  EXPECT_EQ(EINVAL, errno);
+  for (double share : {1.0, 1e-9}) {
+    cfg.cpu_share = share;
+    if (sicm_autoplace_start(&cfg) != 0) GTEST_SKIP() << sicm_error_detail();
+    usleep(300 * 1000);
+    ASSERT_EQ(0, sicm_autoplace_get_totals(&t));
+    EXPECT_EQ(1, t.running);
+    ASSERT_EQ(0, sicm_autoplace_stop());
+    EXPECT_DOUBLE_EQ(share, t.cpu_share);
+    EXPECT_EQ(20u, t.interval_ms);
+    EXPECT_GT(t.cpu_seconds, 0.0) << "the start's measure at least";
+    if (share == 1.0) {
+      EXPECT_GE(t.intervals, 2u) << "unthrottled: every 20 ms";
+      EXPECT_EQ(20u, t.interval_kept_ms);
+    } else {
+      EXPECT_EQ(0u, t.intervals) << "throttled: the first interval is still to come";
+      EXPECT_GE(t.interval_kept_ms, 1000u * 1000) << "a measure's cost over a billionth of a core";
+    }
+    ASSERT_EQ(0, sicm_autoplace_get_totals(&t));
+    EXPECT_EQ(0, t.running);
+  }
 }
 
 TEST(PlanRule, AHotArenaMovesOnceItsAccessesPayForTheMove) {

@@ -135,16 +135,18 @@ class Placer:
 
 
 def autoplace(fast=None, budget=0, interval=1.0, reserve=None, half_life=1, sites=False,
-              threshold=64 << 10, monitor_only=False):
+              threshold=64 << 10, monitor_only=False, cpu=0.01):
     """autoplace(fast=None, budget=0, interval=1.0, reserve=None, half_life=1,
-              sites=False, threshold=65536, monitor_only=False) -> Placer
+              sites=False, threshold=65536, monitor_only=False, cpu=0.01) -> Placer
 
     Start libsicm's placer: a thread that every `interval` seconds measures
     how often each arena's pages are referenced and moves the hottest onto
     the `fast` device(s) (a Device or a list; None: the device ranked first
     by bandwidth), within `budget` bytes (0: all the fast tier's free memory
     less `reserve`, 64 MiB by default).  Every arena takes part; with
-    monitor_only=True it measures and never moves.  With sites=True, arrays of at least `threshold`
+    monitor_only=True it measures and never moves.  Measuring takes at most
+    `cpu` of one core (a share, above 0, at most 1): where it would cost
+    more, the placer measures less often.  With sites=True, arrays of at least `threshold`
     bytes created in the calling context from now on go to one arena per
     source line (see site_arenas()).  OSError EBUSY if a placer already
     runs (also one started by SICM_AUTOPLACE), ENOTSUP if the kernel does
@@ -152,8 +154,10 @@ def autoplace(fast=None, budget=0, interval=1.0, reserve=None, half_life=1, site
     fast = [fast] if isinstance(fast, Device) else fast
     if interval <= 0:
         raise ValueError("interval must be positive (seconds)")
+    if not 0 < cpu <= 1:
+        raise ValueError("cpu is a share of one core, above 0 and at most 1")
     kw = dict(fast=fast, budget=budget, interval_ms=max(1, int(round(interval * 1000))),
-              half_life=half_life, monitor_only=monitor_only)
+              half_life=half_life, monitor_only=monitor_only, cpu_share=float(cpu))
     if reserve is not None:
         kw["reserve"] = reserve
     group = site_arenas(threshold=threshold) if sites else None

@@ -220,13 +220,15 @@ static PyObject *py_pages(PyObject *m, PyObject *args) {
 
 static PyObject *py_autoplace_start(PyObject *m, PyObject *args, PyObject *kw) {
   (void)m;
-  static char *names[] = {"fast", "budget", "reserve", "interval_ms", "half_life", "monitor_only", NULL};
+  static char *names[] = {"fast",      "budget",       "reserve",   "interval_ms",
+                          "half_life", "monitor_only", "cpu_share", NULL};
   PyObject *fast = Py_None;
   unsigned long long budget = 0, reserve = (unsigned long long)-1;
   unsigned interval_ms = 0, half_life = 0;
   int monitor_only = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|OKKIIp:autoplace_start", names, &fast, &budget, &reserve,
-                                   &interval_ms, &half_life, &monitor_only))
+  double cpu_share = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|OKKIIpd:autoplace_start", names, &fast, &budget,
+                                   &reserve, &interval_ms, &half_life, &monitor_only, &cpu_share))
     return NULL;
   sicm_autoplace_config c;
   if (sicm_autoplace_config_init(&c) != 0)
@@ -258,6 +260,8 @@ static PyObject *py_autoplace_start(PyObject *m, PyObject *args, PyObject *kw) {
     c.half_life = half_life;
   c.arenas = SICM_AUTOPLACE_ALL;
   c.monitor_only = monitor_only;
+  if (cpu_share != 0)
+    c.cpu_share = cpu_share; /* the library refuses one out of 0 to 1 */
   if (sicm_autoplace_start(&c) != 0) {
     int err = errno;
     const char *detail = sicm_error_detail();

@@ -125,5 +125,27 @@ cat "$tmp/python.out"
 expect "python's hot buffer's site is on node 2" grep -Eq "^field 2:409[67]$" "$tmp/python.out"
 expect "its cold ones are not" sh -c "! grep -E '^(history|scratch) .* 2:' '$tmp/python.out'"
 expect "the report has the decision" grep -q '"why": "hot: referenced' "$tmp/python.json"
+# The shape of an MPI code's node: two processes at once, one per CPU, each
+# with per-site arenas and its placer at 500 ms, for 15 s (the share holds
+# over a run, within the cost of the interval that ended last).  Each placer's thread must
+# keep within the cpu= share of a core it was given, whatever its measuring
+# costs under the emulator (the placer lengthens its interval instead).
+echo "--- two sites_check processes at once: sites=4, interval=500ms, cpu=1%"
+for cpu in 0 1; do
+  SICM_AUTOPLACE="fast=2,budget=24M,interval=500ms,cpu=1%" SICM_STATS="$tmp/pair.json" \
+    SICM_PRELOAD="device=node:$cpu;min=1M;sites=4" LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs \
+    taskset -c $cpu "$b/tests/preload/sites_check" 15 >/dev/null &
+done
+wait
+expect "each placer kept within its 1% of a core" python3 - "$tmp/pair.json" <<'PY'
+import json, sys
+placers = [json.loads(line)["placer"] for line in open(sys.argv[1]) if line.strip()]
+for p in placers:
+    print(f"    placer: {p['cpu_used'] * 100:.3f}% of a core (cpu={p['cpu_share'] * 100:g}%), "
+          f"moves {p['move_cpu_seconds']:.3f} s of CPU, interval kept {p['interval_kept_ms']} ms, "
+          f"{p['intervals']} intervals")
+sys.exit(0 if len(placers) == 2 and all(p["intervals"] >= 1 and p["cpu_used"] <= p["cpu_share"]
+                                        for p in placers) else 1)
+PY
 rm -rf "$tmp"
 exit $failed

@@ -69,6 +69,9 @@ def test_bad_input_raises_never_crashes(dev):
         sicm.site_arenas(threshold=0)
     with pytest.raises(TypeError):
         sicm.autoplace(fast="hbm")
+    for cpu in (0, -0.1, 1.5):
+        with pytest.raises(ValueError):
+            sicm.autoplace(fast=dev, cpu=cpu)
 
 
 def test_arrays_made_in_the_context_live_in_the_arena(dev):
@@ -273,6 +276,8 @@ def test_the_placer_starts_once_and_stops(dev):
         with pytest.raises(OSError) as e:
             sicm.autoplace(fast=dev)
         assert e.value.errno == 16
+    with sicm.autoplace(fast=dev, interval=0.05, monitor_only=True, cpu=0.5):
+        pass
     with sicm.autoplace(fast=dev, interval=0.05, monitor_only=True, sites=True, threshold=1) as p:
         x = np.ones(100)
         assert handler_name(x) == "sicm_sites" and p.sites.arenas
