@@ -40,9 +40,11 @@ class Autoplace : public ::testing::Test {
     arenas_.push_back(a);
     return a;
   }
+  // The defaults, but no bound on measuring: the tests count intervals.
   sicm_autoplace_config Config() {
     sicm_autoplace_config c;
     EXPECT_EQ(0, sicm_autoplace_config_init(&c)) << sicm_error_detail();
+    c.cpu_share = 1;
     return c;
   }
   std::vector<sicm_arena> arenas_;
@@ -410,8 +412,7 @@ TEST_F(Autoplace, ASharedArenaIsRatedByEveryProcessAndPlacedByOne) {
   ASSERT_GE(child, 0);
   if (child == 0) { /* touches the block; its placer claims the arena first */
     close(ready[0]);
-    sicm_autoplace_config cfg;
-    sicm_autoplace_config_init(&cfg);
+    sicm_autoplace_config cfg = Config();
     cfg.interval_ms = 50;
     if (sicm_autoplace_start(&cfg) != 0) _exit(3);
     usleep(200 * 1000);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <set>
 #include <vector>
@@ -108,6 +109,8 @@ TEST_F(Upkeep, BackgroundThreadsStartAndStop) {
   ASSERT_NE(nullptr, a);
   void *p = sicm_arena_alloc(a, 4 << 20);
   sicm_free(p);
+  // A new thread names itself once it runs: wait for it (an order, no bound).
+  for (int tries = 0; tries < 500 && BackgroundThreads() == 0; tries++) usleep(10000);
   EXPECT_GT(BackgroundThreads(), 0u);
   ASSERT_EQ(0, sicm_background_threads(0)) << sicm_error_detail();
   EXPECT_EQ(0u, BackgroundThreads());

@@ -66,6 +66,7 @@ class Autoplace : public ::testing::Test {
     c.budget = budget;
     c.reserve = reserve;
     c.interval_ms = kIntervalMs;
+    c.cpu_share = 1; /* these tests count intervals: no bound on measuring */
     ASSERT_EQ(0, sicm_autoplace_start(&c)) << sicm_error_detail();
   }
   // One byte per page of each hot arena: the whole arena is referenced.

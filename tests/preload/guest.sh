@@ -107,8 +107,8 @@ expect "its pages were on node 0" grep -Eq "when they were freed: node 0 [0-9.]+
 # A program that never heard of libsicm: each of its three allocation
 # sites gets an arena (sites=), and the placer (SICM_AUTOPLACE, a budget
 # for one buffer) moves the site whose buffer is hot to node 2, alone.
-echo "--- sites_check: sites=4, SICM_AUTOPLACE=fast=2,budget=24M,interval=200ms"
-SICM_AUTOPLACE="fast=2,budget=24M,interval=200ms" SICM_STATS="$tmp/sites.json" \
+echo "--- sites_check: sites=4, SICM_AUTOPLACE=fast=2,budget=24M,interval=200ms,cpu=100%"
+SICM_AUTOPLACE="fast=2,budget=24M,interval=200ms,cpu=100%" SICM_STATS="$tmp/sites.json" \
   preloaded "device=node:0;min=1M;sites=4" "$b/tests/preload/sites_check" 6 >"$tmp/sites.out"
 cat "$tmp/sites.out"
 expect "the hot buffer's site is on node 2" grep -Eq "^field 2:409[67]$" "$tmp/sites.out"
@@ -117,8 +117,8 @@ expect "the report names the sites and the decision" \
   grep -q '"name": "site-.*"why": "hot: referenced' "$tmp/sites.json"
 # The same with Debian's own python3: three buffers made by three
 # constructors are three call sites inside the interpreter.
-echo "--- python3 sites_check.py: sites=8, SICM_AUTOPLACE=fast=2,budget=24M,interval=200ms"
-SICM_AUTOPLACE="fast=2,budget=24M,interval=200ms" SICM_STATS="$tmp/python.json" \
+echo "--- python3 sites_check.py: sites=8, SICM_AUTOPLACE=fast=2,budget=24M,interval=200ms,cpu=100%"
+SICM_AUTOPLACE="fast=2,budget=24M,interval=200ms,cpu=100%" SICM_STATS="$tmp/python.json" \
   preloaded "device=node:0;min=1M;sites=8" /usr/bin/python3 "$src/tests/preload/sites_check.py" 8 \
   >"$tmp/python.out"
 cat "$tmp/python.out"

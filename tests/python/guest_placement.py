@@ -54,7 +54,8 @@ check("the arena is bound to node 1 now", arena.device == dram, arena.device)
 # Per-line arenas under the placer: two lines make 32 MiB each, the budget
 # fits one, only the first is read.
 size = 32 << 20
-placer = sicm.autoplace(fast=hbm, budget=48 << 20, interval=0.2, sites=True, threshold=1 << 20)
+placer = sicm.autoplace(fast=hbm, budget=48 << 20, interval=0.2, sites=True, threshold=1 << 20,
+                        cpu=1.0)
 
 
 def make_hot():
