@@ -53,7 +53,6 @@ static struct {
   sc_plan_arena *plan;          /* scratch, SC_ARENA_SLOTS each */
   unsigned *plan_slot, *order;
   sc_autoplace_totals totals;
-  uint64_t move_cpu_ns;         /* the thread CPU the current interval's moves took */
 } placer = {.lock = PTHREAD_MUTEX_INITIALIZER,
             .sleep_lock = PTHREAD_MUTEX_INITIALIZER,
             .wake = PTHREAD_COND_INITIALIZER};
@@ -118,9 +117,8 @@ static int autoplace_move(unsigned slot, int promote, const char *why) {
     rc = sc_arena_move(sa, to, nto, flags, &report);
   else
     report = first;
-  uint64_t move_cpu = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
-  placer.move_cpu_ns += move_cpu;
-  __atomic_fetch_add(&placer.totals.move_cpu_ns, move_cpu, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&placer.totals.move_cpu_ns, sc_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0,
+                     __ATOMIC_RELAXED);
   if (rc == 0) {
     report.bytes_moved += first.bytes_moved;
     report.nanoseconds += first.nanoseconds;
@@ -176,12 +174,15 @@ static int shared_enter(sc_arena *a, uint64_t generation) {
  * that the interval that just ended stays within it too once the run is a
  * few intervals long. */
 static uint64_t interval_next(uint64_t scheduled, uint64_t started, uint64_t work_cpu_ns) {
-  double share = placer.config.cpu_share > 0 ? placer.config.cpu_share : SC_AUTOPLACE_CPU_DEFAULT;
-  double earned = (double)started + (double)work_cpu_ns / (share * 0.8);
+  double earned = (double)started + (double)work_cpu_ns / (placer.config.cpu_share * 0.8);
   double latest = (double)scheduled + 3600e9;
-  uint64_t next = earned > (double)scheduled ? (uint64_t)(earned < latest ? earned : latest)
-                                             : scheduled;
-  return next;
+  return earned > (double)scheduled ? (uint64_t)(earned < latest ? earned : latest) : scheduled;
+}
+
+/* The placer thread's CPU time since `cpu0`, its moves' left out. */
+static uint64_t work_cpu_since(uint64_t cpu0) {
+  return sc_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 -
+         __atomic_load_n(&placer.totals.move_cpu_ns, __ATOMIC_RELAXED);
 }
 
 /* Measures every arena that takes part, counting the monitor's time; 0
@@ -425,14 +426,13 @@ static void autoplace_interval(uint64_t elapsed_ns) {
 static void *placer_main(void *arg) {
   (void)arg;
   /* The first interval counts from now. */
-  uint64_t started = sc_clock_ns(CLOCK_REALTIME), c0 = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+  uint64_t started = sc_clock_ns(CLOCK_REALTIME), cpu0 = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
   sc_monitor_sample(placer.monitor, takes_part, placer.sample);
   uint64_t interval_ns = placer.config.interval_ms * 1000000ull;
-  uint64_t work_cpu = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
   /* Intervals start at a fixed rate, the time measuring and moving take
    * included; one that overran starts the next at once, never a burst. */
-  uint64_t next = interval_next(started + interval_ns, started, work_cpu);
-  __atomic_store_n(&placer.totals.interval_eff_ms, (next - started) / 1000000, __ATOMIC_RELAXED);
+  uint64_t next = interval_next(started + interval_ns, started, work_cpu_since(cpu0));
+  __atomic_store_n(&placer.totals.interval_kept_ms, (next - started) / 1000000, __ATOMIC_RELAXED);
   __atomic_store_n(&placer.totals.cpu_ns, sc_clock_ns(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
   sc_autoplace_totals_publish(&placer.totals);
   uint64_t last = sc_clock_ns(CLOCK_MONOTONIC);
@@ -445,16 +445,15 @@ static void *placer_main(void *arg) {
     if (placer.stop)
       break;
     pthread_mutex_unlock(&placer.sleep_lock);
-    uint64_t now = sc_clock_ns(CLOCK_MONOTONIC), cpu = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-    placer.move_cpu_ns = 0;
+    uint64_t now = sc_clock_ns(CLOCK_MONOTONIC);
     autoplace_interval(now - last);
-    work_cpu += sc_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu - placer.move_cpu_ns;
     last = now;
     __atomic_store_n(&placer.totals.cpu_ns, sc_clock_ns(CLOCK_THREAD_CPUTIME_ID),
                      __ATOMIC_RELAXED);
     uint64_t real = sc_clock_ns(CLOCK_REALTIME), previous = next;
-    next = interval_next(next + interval_ns > real ? next + interval_ns : real, started, work_cpu);
-    __atomic_store_n(&placer.totals.interval_eff_ms, (next - previous) / 1000000,
+    next = interval_next(next + interval_ns > real ? next + interval_ns : real, started,
+                         work_cpu_since(cpu0));
+    __atomic_store_n(&placer.totals.interval_kept_ms, (next - previous) / 1000000,
                      __ATOMIC_RELAXED);
     sc_autoplace_totals_publish(&placer.totals);
     pthread_mutex_lock(&placer.sleep_lock);
@@ -496,7 +495,10 @@ static int placer_start(const sicm_autoplace_config *c) {
     placer.config.half_life = c->half_life;
     placer.config.arenas = c->arenas;
     placer.config.monitor_only = c->monitor_only;
+    placer.config.cpu_share = c->cpu_share;
   }
+  if (placer.config.cpu_share == 0) /* 0: the default */
+    placer.config.cpu_share = SC_AUTOPLACE_CPU_DEFAULT;
   if (placer.config.ndevices == 0) {
     placer_free();
     return -1;
@@ -515,10 +517,8 @@ static int placer_start(const sicm_autoplace_config *c) {
   }
   placer.totals = (sc_autoplace_totals){.running = 1, .monitor_only = c->monitor_only,
                                      .interval_ms = placer.config.interval_ms,
-                                     .interval_eff_ms = placer.config.interval_ms,
-                                     .cpu_share = placer.config.cpu_share > 0
-                                                      ? placer.config.cpu_share
-                                                      : SC_AUTOPLACE_CPU_DEFAULT,
+                                     .interval_kept_ms = placer.config.interval_ms,
+                                     .cpu_share = placer.config.cpu_share,
                                      .start_unix_ns = sc_clock_ns(CLOCK_REALTIME),
                                      .sample_every = 1,
                                      .fast_node = placer.config.devices[0]->node};

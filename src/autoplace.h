@@ -124,7 +124,7 @@ void sc_autoplace_decision_keep(const sc_autoplace_decision *d);
 typedef struct sc_autoplace_totals {
   int running, monitor_only;
   unsigned interval_ms;         /* asked */
-  unsigned interval_eff_ms;     /* atomic: the last one, stretched to keep within cpu_share */
+  unsigned interval_kept_ms;     /* atomic: the last one, stretched to keep within cpu_share */
   double cpu_share;             /* of one core, the cpu= budget */
   uint64_t cpu_ns;              /* atomic: the placer thread's CPU time */
   uint64_t move_cpu_ns;         /* atomic: the part its moves took */

@@ -30,7 +30,7 @@ void sc_autoplace_totals_publish(const sc_autoplace_totals *t) {
   copy.running = t->running;
   copy.monitor_only = t->monitor_only;
   copy.interval_ms = t->interval_ms;
-  copy.interval_eff_ms = __atomic_load_n(&t->interval_eff_ms, __ATOMIC_RELAXED);
+  copy.interval_kept_ms = __atomic_load_n(&t->interval_kept_ms, __ATOMIC_RELAXED);
   copy.cpu_share = t->cpu_share;
   copy.cpu_ns = __atomic_load_n(&t->cpu_ns, __ATOMIC_RELAXED);
   copy.move_cpu_ns = __atomic_load_n(&t->move_cpu_ns, __ATOMIC_RELAXED);
@@ -72,7 +72,7 @@ static void totals_print(FILE *out, int json, const sc_autoplace_totals *t, uint
             t->interval_ms ? "true" : "false", (double)t->start_unix_ns / 1e9,
             t->running ? "true" : "false",
             t->monitor_only ? "monitor" : "place", t->fast_node, t->interval_ms,
-            t->interval_eff_ms, t->cpu_share, (double)t->cpu_ns / 1e9,
+            t->interval_kept_ms, t->cpu_share, (double)t->cpu_ns / 1e9,
             (double)t->move_cpu_ns / 1e9, cpu_used(t),
             (unsigned long long)t->budget, (unsigned long long)t->intervals,
             (double)t->monitor_ns / 1e9, t->sample_every, (unsigned long long)t->moves,
@@ -84,7 +84,7 @@ static void totals_print(FILE *out, int json, const sc_autoplace_totals *t, uint
                  "monitor %.6f s, sampling 1 chunk in %u; "
                  "%llu moves, %llu refused\n",
             t->running ? "running" : "stopped", t->monitor_only ? "monitor only" : "placing",
-            t->fast_node, t->interval_ms, t->interval_eff_ms, t->cpu_share * 100,
+            t->fast_node, t->interval_ms, t->interval_kept_ms, t->cpu_share * 100,
             (unsigned long long)t->budget, (unsigned long long)t->intervals,
             (double)t->cpu_ns / 1e9, (double)t->move_cpu_ns / 1e9, cpu_used(t) * 100,
             (double)t->monitor_ns / 1e9,
@@ -102,7 +102,7 @@ int sicm_autoplace_get_totals(sicm_autoplace_totals *out) {
     return sc_fail(ESRCH, "no placer was started");
   *out = (sicm_autoplace_totals){.running = t.running,
                                  .interval_ms = t.interval_ms,
-                                 .interval_kept_ms = t.interval_eff_ms,
+                                 .interval_kept_ms = t.interval_kept_ms,
                                  .cpu_share = t.cpu_share,
                                  .cpu_used = cpu_used(&t),
                                  .cpu_seconds = (double)t.cpu_ns / 1e9,

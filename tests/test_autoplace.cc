@@ -482,6 +482,13 @@ TEST_F(Autoplace, AMeasureOverItsCpuShareLengthensTheInterval) {
     ASSERT_EQ(0, sicm_autoplace_get_totals(&t));
     EXPECT_EQ(0, t.running);
   }
+  // With no device the placer takes the default fast tier, and the share asked.
+  cfg.ndevices = 0;
+  cfg.cpu_share = 0.5;
+  ASSERT_EQ(0, sicm_autoplace_start(&cfg)) << sicm_error_detail();
+  ASSERT_EQ(0, sicm_autoplace_get_totals(&t));
+  EXPECT_DOUBLE_EQ(0.5, t.cpu_share);
+  ASSERT_EQ(0, sicm_autoplace_stop());
 }
 
 TEST(PlanRule, AHotArenaMovesOnceItsAccessesPayForTheMove) {
