@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* sicm_mpi.c: libsicm-mpi, a PMPI interposition library.  MPI_Alloc_mem
- * and MPI_Win_allocate_shared read memory hints from their info argument
- * and place the memory on the device the hints name; everything else goes
+/* sicm_mpi.c: libsicm-mpi, a PMPI interposition library.  MPI_Alloc_mem,
+ * MPI_Win_allocate and MPI_Win_allocate_shared (sicm_mpi_win.c) read memory
+ * hints from their info argument and place the memory on the device the
+ * hints name; everything else goes
  * to the MPI library (PMPI_*).  A PMPI library is tied to its MPI's ABI:
  * it is built once per MPI (libsicm-mpi-openmpi, libsicm-mpi-mpich, which
  * MPICH-ABI MPIs share).  Link it before the MPI library, or LD_PRELOAD it.
@@ -12,6 +13,9 @@
  *   sicm_fallback  null (default: MPI_ERR_NO_MEM), default (the MPI
  *                  library's memory), abort — when no device of that kind
  *                  exists or it lacks room
+ *   mpi_memory_alloc_kinds  MPI 4.1's key: a "sicm:CLASS" kind in its
+ *                  list stands for sicm_memory=CLASS (a class name, not
+ *                  node:N); the list's other kinds are the MPI library's
  *   sicm_arena     a name: allocations with the same name share one arena
  *                  (placed by the first one's sicm_memory), which
  *                  sicm_arena_lookup() returns and sicm_arena_set_device()
@@ -35,6 +39,7 @@
 
 #include "config.h"
 #include "sicm.h"
+#include "sicm_mpi.h"
 
 #ifdef SICM_ALWAYS_CHECK
 #define SICM_CHECK_ALWAYS 1
@@ -42,18 +47,8 @@
 #define SICM_CHECK_ALWAYS 0
 #endif
 
-#define NAME_MAX_LEN 64
 #define NODES_BITS 1024
 
-typedef enum fallback { FALLBACK_NULL, FALLBACK_DEFAULT, FALLBACK_ABORT } fallback;
-
-/* What the info argument asks for. */
-typedef struct hints {
-  int placed;                       /* a sicm_memory key was given */
-  char memory[32];
-  fallback fallback;
-  char arena[NAME_MAX_LEN];         /* "" : the memory's own arena */
-} hints;
 
 /* Arenas by sicm_memory value and by sicm_arena name, created on first use
  * and destroyed when MPI_Free_mem frees their last block (memory from them
@@ -72,13 +67,14 @@ static int initialized;             /* under arenas_lock: sicm_init done */
 
 /* Error codes with our own text: of class MPI_ERR_INFO_VALUE for bad
  * values, MPI_ERR_NO_MEM for libsicm's arena limit. */
-static int code_bad_memory, code_bad_fallback, code_bad_name, code_arena_limit, code_not_a_block;
+static int code_bad_memory, code_bad_fallback, code_bad_name, code_not_a_block;
+int code_arena_limit;
 static const char text_bad_memory[] = "libsicm-mpi: info key sicm_memory must be hbm, dram, "
                                       "capacity, high_bw, low_lat, large_cap or node:N";
 static const char text_bad_fallback[] =
     "libsicm-mpi: info key sicm_fallback must be null, default or abort";
 static const char text_bad_name[] = "libsicm-mpi: info key sicm_arena must be 1 to 63 bytes";
-static const char text_arena_limit[] = "libsicm-mpi: libsicm's limit of live arenas is reached "
+const char text_arena_limit[] = "libsicm-mpi: libsicm's limit of live arenas is reached "
                                        "(free the blocks of other sicm_arena names)";
 static const char text_not_a_block[] = "libsicm-mpi: MPI_Free_mem: the address lies in a libsicm "
                                        "arena but no block starts there; nothing was freed";
@@ -103,7 +99,7 @@ static int error_code_make(int class, const char *text, int *code) {
 
 /* Returns code, first writing its text to stderr where the MPI library
  * cannot give it (error_code_make). */
-static int error_with_text(int code, const char *text) {
+int error_with_text(int code, const char *text) {
   if (codes_lose_text)
     fprintf(stderr, "%s\n", text);
   return code;
@@ -134,7 +130,7 @@ static int error_codes_make(void) {
 
 /* Raises `code` on MPI_COMM_WORLD (whose handler decides: abort by
  * default) and returns it, as MPI_Alloc_mem's own errors do. */
-static int raise_error(int code) {
+int raise_error(int code) {
   MPI_Comm_call_errhandler(MPI_COMM_WORLD, code);
   return code;
 }
@@ -146,8 +142,35 @@ static int info_get(MPI_Info info, const char *key, char *value, int len) {
   return flag;
 }
 
+/* MPI 4.1's memory allocation kinds: a comma-separated list of
+ * kind[:restrictor...].  The kind "sicm" is ours, its one restrictor a
+ * sicm_memory class (sicm:hbm); the other kinds are the MPI library's.
+ * 1 with the class in *memory, 0 when no sicm kind is listed, -1 for a
+ * sicm kind without exactly one restrictor. */
+static int kind_memory(const char *kinds, char *memory, size_t room) {
+  for (const char *k = kinds; *k != '\0';) {
+    while (*k == ' ' || *k == ',')
+      k++;
+    size_t len = strcspn(k, ",");
+    if (len > 5 && strncmp(k, "sicm:", 5) == 0) {
+      size_t class_len = len - 5;
+      while (class_len > 0 && k[5 + class_len - 1] == ' ')
+        class_len--;
+      if (class_len == 0 || class_len >= room || memchr(k + 5, ':', class_len) != NULL)
+        return -1;
+      memcpy(memory, k + 5, class_len);
+      memory[class_len] = '\0';
+      return 1;
+    }
+    if (len == 4 && strncmp(k, "sicm", 4) == 0)
+      return -1;
+    k += len;
+  }
+  return 0;
+}
+
 /* Reads the hints; MPI_SUCCESS or the error code to raise. */
-static int hints_read(MPI_Info info, hints *h) {
+int hints_read(MPI_Info info, hints *h) {
   char value[MPI_MAX_INFO_VAL + 1];
   *h = (hints){0};
   if (error_codes_make() != 0)
@@ -157,6 +180,16 @@ static int hints_read(MPI_Info info, hints *h) {
       return error_with_text(code_bad_memory, text_bad_memory);
     snprintf(h->memory, sizeof h->memory, "%s", value);
     h->placed = 1;
+  }
+  if (info_get(info, "mpi_memory_alloc_kinds", value, sizeof value)) {
+    char kind[sizeof h->memory];
+    int found = kind_memory(value, kind, sizeof kind);
+    if (found < 0 || (found && h->placed && strcmp(kind, h->memory) != 0))
+      return error_with_text(code_bad_memory, text_bad_memory);
+    if (found) {
+      snprintf(h->memory, sizeof h->memory, "%s", kind);
+      h->placed = 1;
+    }
   }
   if (info_get(info, "sicm_fallback", value, sizeof value)) {
     if (strcmp(value, "null") == 0)
@@ -257,7 +290,7 @@ static void entry_release(named_arena *e) {
 /* The arena for the hints (the named one, else the memory's), created on
  * first use, with one block reserved in it for the caller: allocate, then
  * arena_done().  NULL with errno ENODEV when the memory has no device. */
-static sicm_arena arena_for(const hints *h, sicm_device **devs, int ndevs) {
+sicm_arena arena_for(const hints *h, sicm_device **devs, int ndevs) {
   char key[sizeof arenas[0].name];
   snprintf(key, sizeof key, "%s%s", h->arena[0] ? "name:" : "memory:",
            h->arena[0] ? h->arena : h->memory);
@@ -274,7 +307,7 @@ static sicm_arena arena_for(const hints *h, sicm_device **devs, int ndevs) {
 
 /* Ends what arena_for() reserved: kept (the block was handed out) or
  * released (the allocation failed, or the block was freed). */
-static void arena_done(sicm_arena a, int kept) {
+void arena_done(sicm_arena a, int kept) {
   if (kept)
     return;
   pthread_mutex_lock(&arenas_lock);
@@ -296,7 +329,7 @@ static int library_start(void) {
 
 /* The devices of the hints' memory into devs; their count (0: none), or an
  * error code to raise. */
-static int hints_devices(const hints *h, sicm_device **devs, int *ndevs) {
+int hints_devices(const hints *h, sicm_device **devs, int *ndevs) {
   if (library_start() != 0) {
     fprintf(stderr, "libsicm-mpi: sicm_init failed: %s\n", sicm_error_detail());
     return MPI_ERR_INTERN;
@@ -369,103 +402,5 @@ int MPI_Free_mem(void *base) {
   }
   sicm_free(base);
   arena_done(a, 0); /* an arena of ours: its last block destroys it */
-  return MPI_SUCCESS;
-}
-
-static int mask_has(const unsigned long *mask, int node) {
-  return node >= 0 && node < NODES_BITS &&
-         (mask[node / (8 * sizeof(unsigned long))] >> (node % (8 * sizeof(unsigned long)))) & 1;
-}
-
-/* mbind(MPOL_MF_MOVE) moves what it can and says nothing of a page it could
- * not (MPICH keeps its own words at the end of the segment, in a page one
- * rank touched first): each page of [first, end) still off the mask's
- * nodes moves to `node` with move_pages, which answers per page.  0, or -1
- * with errno EIO when a page stays off. */
-static int window_pages_settle(char *first, char *end, const unsigned long *mask, int node) {
-  long page = sysconf(_SC_PAGESIZE);
-  for (char *p = first; p < end; p += page) {
-    void *addr = p;
-    int status = -1, target = node;
-    if (move_pages(0, 1, &addr, NULL, &status, 0) != 0 || mask_has(mask, status))
-      continue;
-    if ((move_pages(0, 1, &addr, &target, &status, MPOL_MF_MOVE_ALL) != 0 ||
-         status != node) &&
-        (move_pages(0, 1, &addr, &target, &status, MPOL_MF_MOVE) != 0 || status != node)) {
-      errno = EIO;
-      return -1;
-    }
-  }
-  return 0;
-}
-
-/* Places this rank's part of a node-shared window on the nodes of devs:
- * the range's policy (shared memory objects keep it for every process),
- * then each page faulted in here under a thread policy naming the same
- * nodes (a window backed by a file in a disk file system takes its page
- * cache pages from the faulting thread's policy, not the range's). */
-static int window_place(char *base, MPI_Aint size, sicm_device **devs, int ndevs) {
-  unsigned long mask[NODES_BITS / (8 * sizeof(unsigned long))] = {0};
-  for (int i = 0; i < ndevs; i++)
-    mask[devs[i]->node / (8 * sizeof(unsigned long))] |= 1ul << (devs[i]->node % (8 * sizeof(unsigned long)));
-  long page = sysconf(_SC_PAGESIZE);
-  char *first = (char *)((uintptr_t)base & ~(uintptr_t)(page - 1));
-  char *end = (char *)(((uintptr_t)base + (uintptr_t)size + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1));
-  if (size == 0)
-    return 0;
-  /* Pages MPI touched already move too; those other ranks map as well
-   * only with CAP_SYS_NICE (MOVE_ALL). */
-  if (mbind(first, (size_t)(end - first), MPOL_BIND, mask, NODES_BITS, MPOL_MF_MOVE_ALL) != 0 &&
-      (errno != EPERM ||
-       mbind(first, (size_t)(end - first), MPOL_BIND, mask, NODES_BITS, MPOL_MF_MOVE) != 0))
-    return -1;
-  int old_mode;
-  unsigned long old_mask[NODES_BITS / (8 * sizeof(unsigned long))];
-  if (get_mempolicy(&old_mode, old_mask, NODES_BITS, NULL, 0) != 0 ||
-      set_mempolicy(MPOL_BIND, mask, NODES_BITS) != 0)
-    return -1;
-  /* Only this rank's bytes are written (its neighbours may share the edge
-   * pages), and with what they hold: a read-write of the same value. */
-  for (uintptr_t p = (uintptr_t)base; p < (uintptr_t)base + (uintptr_t)size;
-       p = (p & ~(uintptr_t)(page - 1)) + (uintptr_t)page) {
-    volatile char *c = (volatile char *)p;
-    *c = *c;
-  }
-  set_mempolicy(old_mode, old_mode == MPOL_DEFAULT ? NULL : old_mask, NODES_BITS);
-  return window_pages_settle(first, end, mask, devs[0]->node);
-}
-
-int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
-                            void *baseptr, MPI_Win *win) {
-  hints h;
-  int rc = hints_read(info, &h);
-  if (rc != MPI_SUCCESS)
-    return raise_error(rc);
-  if (!h.placed)
-    return PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
-  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
-  int ndevs;
-  if ((rc = hints_devices(&h, devs, &ndevs)) != MPI_SUCCESS)
-    return raise_error(rc);
-  if (ndevs == 0 && h.fallback != FALLBACK_DEFAULT) {
-    if (h.fallback == FALLBACK_ABORT) {
-      fprintf(stderr, "libsicm-mpi: MPI_Win_allocate_shared in sicm_memory=%s: no such device here\n",
-              h.memory);
-      MPI_Abort(comm, 1);
-    }
-    return raise_error(MPI_ERR_NO_MEM);
-  }
-  rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
-  if (rc != MPI_SUCCESS || ndevs == 0)
-    return rc;
-  int placed = window_place(*(char **)baseptr, size, devs, ndevs) == 0, err = errno, all = 0;
-  if (!placed)
-    fprintf(stderr, "libsicm-mpi: placing the shared window in sicm_memory=%s failed: %s\n",
-            h.memory, strerror(err));
-  /* Every rank fails together, or none: freeing the window is collective. */
-  if (PMPI_Allreduce(&placed, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all) {
-    PMPI_Win_free(win);
-    return raise_error(MPI_ERR_NO_MEM);
-  }
   return MPI_SUCCESS;
 }

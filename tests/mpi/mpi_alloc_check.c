@@ -300,6 +300,124 @@ static void topology_shared(void) {
           "one rank published the node's topology, the other adopted it");
 }
 
+/* MPI 4.1's kinds key: a sicm:CLASS kind stands for sicm_memory=CLASS. */
+static void memory_kinds(const char *memory, int node) {
+  char kinds[64], *p = NULL;
+  snprintf(kinds, sizeof kinds, "mpi:alloc_mem, sicm:%s", memory);
+  int ok = alloc_with(1 << 20, "mpi_memory_alloc_kinds", kinds, NULL, NULL, &p) == MPI_SUCCESS &&
+           p != NULL && sicm_arena_lookup(p) != NULL;
+  if (ok && node >= 0) {
+    memset(p, 1, 1 << 20);
+    ok = pages_off(p, 1 << 20, node) == 0;
+  }
+  char what[128];
+  snprintf(what, sizeof what, "mpi_memory_alloc_kinds=\"%s\": an arena's memory%s", kinds,
+           node >= 0 ? ", on its node" : "");
+  check(ok, what);
+  if (p)
+    MPI_Free_mem(p);
+  p = NULL;
+  check(alloc_with(4096, "mpi_memory_alloc_kinds", "system,mpi", NULL, NULL, &p) == MPI_SUCCESS &&
+            p && sicm_arena_lookup(p) == NULL && MPI_Free_mem(p) == MPI_SUCCESS,
+        "kinds without a sicm one: the MPI library's memory");
+  check(alloc_with(4096, "mpi_memory_alloc_kinds", "mpi,sicm", NULL, NULL, &p) == MPI_ERR_INFO_VALUE &&
+            alloc_with(4096, "mpi_memory_alloc_kinds", "sicm:dram:x", NULL, NULL, &p) ==
+                MPI_ERR_INFO_VALUE &&
+            alloc_with(4096, "mpi_memory_alloc_kinds", "sicm:fastest", NULL, NULL, &p) ==
+                MPI_ERR_INFO_VALUE &&
+            alloc_with(4096, "mpi_memory_alloc_kinds", "sicm:dram", "sicm_memory", "capacity", &p) ==
+                MPI_ERR_INFO_VALUE,
+        "a sicm kind without one known class, or against sicm_memory: MPI_ERR_INFO_VALUE");
+}
+
+static MPI_Win window_of(MPI_Aint size, MPI_Info info, long **base, int *rc) {
+  MPI_Win win = MPI_WIN_NULL;
+  *base = NULL;
+  *rc = MPI_Win_allocate(size, sizeof(long), info, MPI_COMM_WORLD, base, &win);
+  return win;
+}
+
+static int flavor_of(MPI_Win win) {
+  int *flavor = NULL, flag = 0;
+  MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag);
+  return flag && flavor ? *flavor : -1;
+}
+
+/* MPI_Win_allocate with sicm_memory: arena memory (on `node` when >= 0)
+ * that MPI_Put, MPI_Get and MPI_Accumulate of the other rank reach, given
+ * back by MPI_Win_free; without hints, the MPI's; hints on one rank only;
+ * a bad hint on one rank fails the call on both, without a hang. */
+static void window_allocate(const char *memory, int node) {
+  const int n = 1 << 17; /* longs: 1 MiB */
+  int before = sicm_arenas_list(NULL, 0), rc, cls;
+  long *base;
+  MPI_Info info = info_of("sicm_memory", memory, NULL, NULL);
+  MPI_Win win = window_of((MPI_Aint)n * sizeof(long), info, &base, &rc);
+  check(rc == MPI_SUCCESS && base && sicm_arena_lookup(base) != NULL &&
+            flavor_of(win) == MPI_WIN_FLAVOR_ALLOCATE,
+        "MPI_Win_allocate with sicm_memory: arena memory, flavour ALLOCATE");
+  if (rc != MPI_SUCCESS) {
+    MPI_Info_free(&info);
+    return;
+  }
+  for (int i = 0; i < n; i++)
+    base[i] = rank * 1000000L + i;
+  long put[64], got[64], add[16];
+  for (int i = 0; i < 64; i++)
+    put[i] = -i - 7;
+  for (int i = 0; i < 16; i++)
+    add[i] = rank + 1;
+  int other = 1 - rank;
+  MPI_Win_fence(0, win);
+  if (rank == 0)
+    MPI_Put(put, 64, MPI_LONG, other, 100, 64, MPI_LONG, win);
+  else
+    MPI_Get(got, 64, MPI_LONG, other, 5000, 64, MPI_LONG, win);
+  MPI_Accumulate(add, 16, MPI_LONG, other, 9000, 16, MPI_LONG, MPI_SUM, win);
+  MPI_Win_fence(0, win);
+  int ok = 1;
+  if (rank == 1) {
+    for (int i = 0; i < 64; i++)
+      ok &= base[100 + i] == -i - 7 && got[i] == 5000 + i;
+    ok &= base[99] == 1000000L + 99 && base[164] == 1000000L + 164;
+  }
+  for (int i = 0; i < 16; i++)
+    ok &= base[9000 + i] == rank * 1000000L + 9000 + i + other + 1;
+  check(ok, "MPI_Put, MPI_Get and MPI_Accumulate of the other rank reach the window's memory");
+  if (node >= 0) {
+    char what[96];
+    snprintf(what, sizeof what, "the window's memory on node %d", node);
+    check(pages_off(base, (size_t)n * sizeof(long), node) == 0, what);
+  }
+  check(MPI_Win_free(&win) == MPI_SUCCESS && sicm_arenas_list(NULL, 0) == before,
+        "MPI_Win_free gives the memory back (its arena released)");
+
+  win = window_of(4096, MPI_INFO_NULL, &base, &rc);
+  check(rc == MPI_SUCCESS && base && sicm_arena_lookup(base) == NULL &&
+            flavor_of(win) == MPI_WIN_FLAVOR_ALLOCATE && MPI_Win_free(&win) == MPI_SUCCESS,
+        "MPI_Win_allocate without hints: the MPI library's window");
+
+  win = window_of(4096, rank == 0 ? info : MPI_INFO_NULL, &base, &rc);
+  ok = rc == MPI_SUCCESS && base && (sicm_arena_lookup(base) != NULL) == (rank == 0);
+  if (rc == MPI_SUCCESS) {
+    MPI_Win_fence(0, win);
+    long mark = 42 + rank;
+    MPI_Put(&mark, 1, MPI_LONG, other, 3, 1, MPI_LONG, win);
+    MPI_Win_fence(0, win);
+    ok &= base[3] == 42 + other && MPI_Win_free(&win) == MPI_SUCCESS;
+  }
+  check(ok, "hints on rank 0 only: its memory an arena's, rank 1's the MPI's, puts both ways");
+  MPI_Info_free(&info);
+
+  info = info_of("sicm_memory", rank == 1 ? "fastest" : memory, NULL, NULL);
+  win = window_of(4096, info, &base, &rc);
+  MPI_Info_free(&info);
+  MPI_Error_class(rc, &cls);
+  check(rc != MPI_SUCCESS && cls == (rank == 1 ? MPI_ERR_INFO_VALUE : MPI_ERR_NO_MEM) &&
+            win == MPI_WIN_NULL && sicm_arenas_list(NULL, 0) == before,
+        "a bad hint on rank 1: MPI_ERR_INFO_VALUE there, MPI_ERR_NO_MEM on rank 0, nothing held");
+}
+
 int main(int argc, char **argv) {
   int numa = argc > 1 && strcmp(argv[1], "--numa") == 0, size;
   MPI_Init(&argc, &argv);
@@ -319,6 +437,8 @@ int main(int argc, char **argv) {
   topology_shared();
   one_sided(numa ? "hbm" : "dram");
   shared_window(numa ? "hbm" : "dram", numa ? 2 : -1);
+  window_allocate(numa ? "hbm" : "dram", numa ? 2 : -1);
+  memory_kinds(numa ? "hbm" : "dram", numa ? 2 : -1);
   if (numa) {
     placement("hbm", 2);
     placement("large_cap", 3);

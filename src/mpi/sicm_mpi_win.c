@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* sicm_mpi_win.c: libsicm-mpi's windows.  MPI_Win_allocate_shared places
+ * each rank's part of a node-shared window on the hinted device;
+ * MPI_Win_allocate makes its window over memory of the hinted arena. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <mpi.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sicm.h"
+#include "sicm_mpi.h"
+
+#define NODES_BITS 1024
+
+static int mask_has(const unsigned long *mask, int node) {
+  return node >= 0 && node < NODES_BITS &&
+         (mask[node / (8 * sizeof(unsigned long))] >> (node % (8 * sizeof(unsigned long)))) & 1;
+}
+
+/* mbind(MPOL_MF_MOVE) moves what it can and says nothing of a page it could
+ * not (MPICH keeps its own words at the end of the segment, in a page one
+ * rank touched first): each page of [first, end) still off the mask's
+ * nodes moves to `node` with move_pages, which answers per page.  0, or -1
+ * with errno EIO when a page stays off. */
+static int window_pages_settle(char *first, char *end, const unsigned long *mask, int node) {
+  long page = sysconf(_SC_PAGESIZE);
+  for (char *p = first; p < end; p += page) {
+    void *addr = p;
+    int status = -1, target = node;
+    if (move_pages(0, 1, &addr, NULL, &status, 0) != 0 || mask_has(mask, status))
+      continue;
+    if ((move_pages(0, 1, &addr, &target, &status, MPOL_MF_MOVE_ALL) != 0 ||
+         status != node) &&
+        (move_pages(0, 1, &addr, &target, &status, MPOL_MF_MOVE) != 0 || status != node)) {
+      errno = EIO;
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Places this rank's part of a node-shared window on the nodes of devs:
+ * the range's policy (shared memory objects keep it for every process),
+ * then each page faulted in here under a thread policy naming the same
+ * nodes (a window backed by a file in a disk file system takes its page
+ * cache pages from the faulting thread's policy, not the range's). */
+static int window_place(char *base, MPI_Aint size, sicm_device **devs, int ndevs) {
+  unsigned long mask[NODES_BITS / (8 * sizeof(unsigned long))] = {0};
+  for (int i = 0; i < ndevs; i++)
+    mask[devs[i]->node / (8 * sizeof(unsigned long))] |= 1ul << (devs[i]->node % (8 * sizeof(unsigned long)));
+  long page = sysconf(_SC_PAGESIZE);
+  char *first = (char *)((uintptr_t)base & ~(uintptr_t)(page - 1));
+  char *end = (char *)(((uintptr_t)base + (uintptr_t)size + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1));
+  if (size == 0)
+    return 0;
+  /* Pages MPI touched already move too; those other ranks map as well
+   * only with CAP_SYS_NICE (MOVE_ALL). */
+  if (mbind(first, (size_t)(end - first), MPOL_BIND, mask, NODES_BITS, MPOL_MF_MOVE_ALL) != 0 &&
+      (errno != EPERM ||
+       mbind(first, (size_t)(end - first), MPOL_BIND, mask, NODES_BITS, MPOL_MF_MOVE) != 0))
+    return -1;
+  int old_mode;
+  unsigned long old_mask[NODES_BITS / (8 * sizeof(unsigned long))];
+  if (get_mempolicy(&old_mode, old_mask, NODES_BITS, NULL, 0) != 0 ||
+      set_mempolicy(MPOL_BIND, mask, NODES_BITS) != 0)
+    return -1;
+  /* Only this rank's bytes are written (its neighbours may share the edge
+   * pages), and with what they hold: a read-write of the same value. */
+  for (uintptr_t p = (uintptr_t)base; p < (uintptr_t)base + (uintptr_t)size;
+       p = (p & ~(uintptr_t)(page - 1)) + (uintptr_t)page) {
+    volatile char *c = (volatile char *)p;
+    *c = *c;
+  }
+  set_mempolicy(old_mode, old_mode == MPOL_DEFAULT ? NULL : old_mask, NODES_BITS);
+  return window_pages_settle(first, end, mask, devs[0]->node);
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                            void *baseptr, MPI_Win *win) {
+  hints h;
+  int rc = hints_read(info, &h);
+  if (rc != MPI_SUCCESS)
+    return raise_error(rc);
+  if (!h.placed)
+    return PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int ndevs;
+  if ((rc = hints_devices(&h, devs, &ndevs)) != MPI_SUCCESS)
+    return raise_error(rc);
+  if (ndevs == 0 && h.fallback != FALLBACK_DEFAULT) {
+    if (h.fallback == FALLBACK_ABORT) {
+      fprintf(stderr, "libsicm-mpi: MPI_Win_allocate_shared in sicm_memory=%s: no such device here\n",
+              h.memory);
+      MPI_Abort(comm, 1);
+    }
+    return raise_error(MPI_ERR_NO_MEM);
+  }
+  rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+  if (rc != MPI_SUCCESS || ndevs == 0)
+    return rc;
+  int placed = window_place(*(char **)baseptr, size, devs, ndevs) == 0, err = errno, all = 0;
+  if (!placed)
+    fprintf(stderr, "libsicm-mpi: placing the shared window in sicm_memory=%s failed: %s\n",
+            h.memory, strerror(err));
+  /* Every rank fails together, or none: freeing the window is collective. */
+  if (PMPI_Allreduce(&placed, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all) {
+    PMPI_Win_free(win);
+    return raise_error(MPI_ERR_NO_MEM);
+  }
+  return MPI_SUCCESS;
+}
+
+/* MPI_Win_allocate with hints: each rank's memory comes from the hinted
+ * arena (or, where a rank gave no hints, from PMPI_Alloc_mem), and the
+ * window is PMPI_Win_create over it.  An attribute holds the memory; its
+ * delete callback, which MPI_Win_free runs, frees it.  The window still
+ * reports MPI_WIN_FLAVOR_ALLOCATE (MPI_Win_get_attr). */
+static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
+static int win_keyval = MPI_KEYVAL_INVALID; /* under win_lock */
+static int win_flavor_allocate = MPI_WIN_FLAVOR_ALLOCATE;
+
+static int win_memory_free(MPI_Win win, int keyval, void *memory, void *extra) {
+  (void)win, (void)keyval, (void)extra;
+  return MPI_Free_mem(memory);
+}
+
+static int win_keyval_get(void) {
+  pthread_mutex_lock(&win_lock);
+  if (win_keyval == MPI_KEYVAL_INVALID &&
+      MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, win_memory_free, &win_keyval, NULL) != MPI_SUCCESS)
+    win_keyval = MPI_KEYVAL_INVALID;
+  int keyval = win_keyval;
+  pthread_mutex_unlock(&win_lock);
+  return keyval;
+}
+
+/* This rank's memory for a hinted window; MPI_SUCCESS or the code to raise. */
+static int win_memory_take(MPI_Aint size, MPI_Info info, const hints *h, void **base) {
+  *base = NULL;
+  if (!h->placed)
+    return PMPI_Alloc_mem(size, MPI_INFO_NULL, base);
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int ndevs, rc = hints_devices(h, devs, &ndevs);
+  if (rc != MPI_SUCCESS)
+    return rc;
+  sicm_arena a = arena_for(h, devs, ndevs);
+  void *p = a ? sicm_arena_alloc(a, size > 0 ? (size_t)size : 1) : NULL;
+  if (a != NULL)
+    arena_done(a, p != NULL);
+  if (p != NULL) {
+    *base = p;
+    return MPI_SUCCESS;
+  }
+  if (a == NULL && errno == EAGAIN)
+    return error_with_text(code_arena_limit, text_arena_limit);
+  if (h->fallback == FALLBACK_DEFAULT)
+    return PMPI_Alloc_mem(size, info, base);
+  if (h->fallback == FALLBACK_ABORT) {
+    fprintf(stderr, "libsicm-mpi: MPI_Win_allocate of %lld bytes in sicm_memory=%s: %s\n",
+            (long long)size, h->memory, a == NULL && errno == ENODEV ? "no such device here"
+                                                                      : sicm_error_detail());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return MPI_ERR_NO_MEM;
+}
+
+/* Hints may differ between ranks, and one rank's failure must not leave the
+ * others inside PMPI_Win_create: every call first agrees, in one
+ * reduction over comm, whether any rank has hints and whether any failed. */
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                     MPI_Win *win) {
+  hints h;
+  int rc = hints_read(info, &h);
+  if (rc == MPI_SUCCESS && size < 0)
+    rc = MPI_ERR_SIZE;
+  int mine[2] = {rc != MPI_SUCCESS || h.placed, rc != MPI_SUCCESS}, any[2];
+  if (PMPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+    return raise_error(MPI_ERR_COMM);
+  if (!any[0])
+    return PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
+  void *base = NULL;
+  int keyval = win_keyval_get();
+  if (rc == MPI_SUCCESS && !any[1])
+    rc = keyval == MPI_KEYVAL_INVALID ? MPI_ERR_INTERN : win_memory_take(size, info, &h, &base);
+  mine[1] = rc != MPI_SUCCESS;
+  if (PMPI_Allreduce(&mine[1], &any[1], 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+    any[1] = 1;
+  if (!any[1] && (rc = PMPI_Win_create(base, size, disp_unit, info, comm, win)) == MPI_SUCCESS) {
+    if ((rc = PMPI_Win_set_attr(*win, keyval, base)) != MPI_SUCCESS) {
+      PMPI_Win_free(win); /* the memory stays ours: freed below */
+    } else {
+      *(void **)baseptr = base;
+      return MPI_SUCCESS;
+    }
+  }
+  if (base != NULL)
+    MPI_Free_mem(base);
+  return raise_error(rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM);
+}
+
+/* A window of MPI_Win_allocate with hints is one of MPI_Win_create to the
+ * MPI library: its flavour is given back as the program asked for it. */
+int MPI_Win_get_attr(MPI_Win win, int keyval, void *value, int *flag) {
+  int rc = PMPI_Win_get_attr(win, keyval, value, flag);
+  if (rc != MPI_SUCCESS || keyval != MPI_WIN_CREATE_FLAVOR || !*flag)
+    return rc;
+  pthread_mutex_lock(&win_lock);
+  int ours_keyval = win_keyval;
+  pthread_mutex_unlock(&win_lock);
+  void *memory;
+  int ours = 0;
+  if (ours_keyval != MPI_KEYVAL_INVALID &&
+      PMPI_Win_get_attr(win, ours_keyval, &memory, &ours) == MPI_SUCCESS && ours)
+    *(int **)value = &win_flavor_allocate;
+  return MPI_SUCCESS;
+}
