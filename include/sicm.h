@@ -449,8 +449,9 @@ enum sicm_stats_flags {
 };
 
 /* Print what every live arena holds and did — its name, devices, bytes
- * held and allocated, resident bytes per NUMA node, migrations done with
- * their total time and bytes moved, and, once the placer measured it, its
+ * held (now and at most) and allocated, resident bytes per NUMA node,
+ * migrations done with their total time and bytes moved, and, once the
+ * placer measured it, its
  * rates, time on and off the fast tier and the placer's moves — then the
  * same totals for arenas destroyed before, and the placer's totals and
  * decisions (the newest 4096: when, which arena, from and to which node,

@@ -152,6 +152,7 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   /* Atomic: a thread that resolved the arena this record held before may
    * still read these (ThreadSanitizer saw the plain writes race it). */
   __atomic_store_n(&a->held, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&a->peak_held, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&a->pool, NULL, __ATOMIC_RELAXED);
   a->borrowed = config->borrowed_base != NULL;
   if ((a->borrowed && sc_window_lend(a, config->borrowed_base, config->borrowed_size) != 0) ||

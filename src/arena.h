@@ -122,6 +122,7 @@ struct sc_arena {
    * no thread caches, no zero pages assumed, no pages given back. */
   int borrowed;
   size_t held;                  /* atomic: bytes committed to it */
+  size_t peak_held;             /* atomic: the most held has been, for the report */
   sc_binding binding;           /* changed by migration under window_lock */
   size_t capacity;              /* atomic: binding.capacity, for allocations to read */
   pthread_mutex_t window_lock;  /* windows and binding; never held on the fast path */

@@ -35,6 +35,10 @@ static bool held_reserve(sc_arena *a, size_t len) {
     }
   } while (!__atomic_compare_exchange_n(&a->held, &held, held + len, true, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED));
+  size_t peak = __atomic_load_n(&a->peak_held, __ATOMIC_RELAXED);
+  while (held + len > peak && !__atomic_compare_exchange_n(&a->peak_held, &peak, held + len, true,
+                                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    ;
   return true;
 }
 

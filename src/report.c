@@ -28,6 +28,7 @@ typedef struct arena_line {
   unsigned ndevices;
   sicm_device *devices[SICM_ARENA_DEVICES_MAX];
   sicm_arena_stats stats;
+  size_t peak_held;
   sicm_arena_rates rates;
   char name[SICM_ARENA_NAME_MAX];
   size_t resident[REPORT_NODES];
@@ -55,6 +56,9 @@ static int line_take(unsigned slot, arena_line *out) {
   if (!ok)
     return 0; /* destroyed meanwhile */
   out->ndevices = (unsigned)n < SICM_ARENA_DEVICES_MAX ? (unsigned)n : SICM_ARENA_DEVICES_MAX;
+  out->peak_held = __atomic_load_n(&a->peak_held, __ATOMIC_RELAXED);
+  if (out->peak_held < out->stats.held) /* arenas whose held is not the hooks' (shared) */
+    out->peak_held = out->stats.held;
   out->migrations = __atomic_load_n(&a->migrations_done, __ATOMIC_RELAXED);
   out->failed = __atomic_load_n(&a->migrations_failed, __ATOMIC_RELAXED);
   out->nanoseconds = __atomic_load_n(&a->migration_ns, __ATOMIC_RELAXED);
@@ -68,7 +72,8 @@ static void text_line(FILE *out, const arena_line *l) {
   for (unsigned i = 0; i < l->ndevices; i++)
     fprintf(out, "%s node %d %s", i ? "," : " devices", l->devices[i]->node,
             sicm_device_kind_name(l->devices[i]->kind));
-  fprintf(out, "; held %zu, allocated %zu; resident", l->stats.held, l->stats.allocated);
+  fprintf(out, "; held %zu (peak %zu), allocated %zu; resident", l->stats.held, l->peak_held,
+          l->stats.allocated);
   int any = 0;
   for (unsigned n = 0; n < REPORT_NODES; n++)
     if (l->resident[n] != 0)
@@ -93,8 +98,8 @@ static void json_line(FILE *out, const arena_line *l, int first) {
   for (unsigned i = 0; i < l->ndevices; i++)
     fprintf(out, "%s{\"node\": %d, \"kind\": \"%s\"}", i ? ", " : "", l->devices[i]->node,
             sicm_device_kind_name(l->devices[i]->kind));
-  fprintf(out, "], \"held\": %zu, \"allocated\": %zu, \"resident\": {", l->stats.held,
-          l->stats.allocated);
+  fprintf(out, "], \"held\": %zu, \"peak_held\": %zu, \"allocated\": %zu, \"resident\": {",
+          l->stats.held, l->peak_held, l->stats.allocated);
   int any = 0;
   for (unsigned n = 0; n < REPORT_NODES; n++)
     if (l->resident[n] != 0)

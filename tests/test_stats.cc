@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "sicm_autoplace.h"
 #include "sicm_test.h"
 
 using sicm_test::Initialized;
@@ -83,6 +84,34 @@ TEST(Stats, JsonIsOneValidObject) {
   std::string out = slurp(file.path());
   EXPECT_NE(std::string::npos, out.find("\"migrations\": 1,")) << out;
   EXPECT_TRUE(valid_json(file.path())) << out;
+  EXPECT_EQ(0, sicm_arena_destroy(sa));
+}
+
+// Each arena's peak of held bytes, in both forms: after 64 MiB allocated
+// and freed, at least 64 MiB, and never below held.
+TEST(Stats, PeakHeldIsReported) {
+  Initialized init;
+  sicm_arena sa = sicm_arena_create(0, &sicm_devices()->devices[0]);
+  ASSERT_NE(nullptr, sa);
+  const std::string name = "peak-check";
+  ASSERT_EQ(0, sicm_arena_set_name(sa, name.c_str())) << sicm_error_detail();
+  void *p = sicm_arena_alloc(sa, 64 << 20);
+  ASSERT_NE(nullptr, p);
+  memset(p, 1, 64 << 20);
+  sicm_free(p);
+  p = sicm_arena_alloc(sa, 4096);
+  std::string out = printed(SICM_STATS_JSON);
+  size_t at = out.find("\"name\": \"" + name + "\"");
+  ASSERT_NE(std::string::npos, at) << out;
+  size_t held_at = out.find("\"held\": ", at), peak_at = out.find("\"peak_held\": ", at);
+  ASSERT_NE(std::string::npos, held_at);
+  ASSERT_NE(std::string::npos, peak_at);
+  unsigned long long held = strtoull(out.c_str() + held_at + 8, nullptr, 10);
+  unsigned long long peak = strtoull(out.c_str() + peak_at + 13, nullptr, 10);
+  EXPECT_GE(peak, 64ull << 20) << out;
+  EXPECT_LE(held, peak) << out;
+  EXPECT_NE(std::string::npos, printed(0).find("(peak ")) << printed(0);
+  sicm_free(p);
   EXPECT_EQ(0, sicm_arena_destroy(sa));
 }
 
