@@ -63,6 +63,7 @@ check() { # check WHAT COMMAND: runs COMMAND as the user with the install's envi
 }
 echo "install: [3/4] programs built with pkg-config"
 check "sicm-info --version" "'$prefix/bin/sicm-info' --version | grep -q 'libsicm'"
+check "sicm-stats --help" "'$prefix/bin/sicm-stats' --help | grep -q 'SICM_STATS'"
 check "C, shared: pkg-config sicm" \
   "cc -o c_shared sicm_arena.c \$(pkg-config --cflags --libs sicm) -Wl,-rpath,'$prefix/lib' && ./c_shared"
 check "C, static: libsicm.a and pkg-config --static sicm" \
