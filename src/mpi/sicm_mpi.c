@@ -39,6 +39,7 @@
 
 #include "config.h"
 #include "sicm.h"
+#include "sicm_autoplace.h"
 #include "sicm_mpi.h"
 
 #ifdef SICM_ALWAYS_CHECK
@@ -271,6 +272,17 @@ static named_arena *entry_make(const char *key, sicm_device **devs, int ndevs) {
   sicm_arena a = sicm_arena_create_devices(0, devs, (unsigned)ndevs, 0);
   if (a == NULL)
     return NULL;
+  /* The arena's own name, for reports and the placer: the sicm_arena
+   * name, or mpi:MEMORY; cut to libsicm's limit, left unnamed where the
+   * name has characters libsicm refuses. */
+  char label[SICM_ARENA_NAME_MAX];
+  const char *colon = strchr(key, ':');
+  const char *prefix = strncmp(key, "name:", 5) == 0 ? "" : "mpi:";
+  snprintf(label, sizeof label, "%s%.*s", prefix, (int)(sizeof label - 1 - strlen(prefix)),
+           colon ? colon + 1 : key);
+  int saved = errno;
+  sicm_arena_set_name(a, label);
+  errno = saved;
   named_arena *e = &arenas[narenas++];
   snprintf(e->name, sizeof e->name, "%s", key);
   e->arena = a;

@@ -20,7 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpi_info_of.h"
 #include "sicm.h"
+#include "sicm_autoplace.h"
 
 static int rank, failures;
 
@@ -28,16 +30,6 @@ static void check(int ok, const char *what) {
   if (!ok)
     failures++;
   printf("rank %d %s: %s\n", rank, ok ? "ok" : "FAILED", what);
-}
-
-static MPI_Info info_of(const char *k1, const char *v1, const char *k2, const char *v2) {
-  MPI_Info info;
-  MPI_Info_create(&info);
-  if (k1)
-    MPI_Info_set(info, k1, v1);
-  if (k2)
-    MPI_Info_set(info, k2, v2);
-  return info;
 }
 
 /* MPI_Alloc_mem with up to two hints; the error class, the pointer in *p. */
@@ -129,6 +121,13 @@ static void sources_and_arenas(void) {
             sicm_arena_lookup(a1) != sicm_arena_lookup(dram),
         "sicm_arena=solver: two allocations in one arena of their own");
   sicm_arena solver = a1 ? sicm_arena_lookup(a1) : NULL;
+  char name[SICM_ARENA_NAME_MAX] = "", memory_name[SICM_ARENA_NAME_MAX] = "";
+  if (solver)
+    sicm_arena_get_name(solver, name, sizeof name);
+  if (dram && sicm_arena_lookup(dram))
+    sicm_arena_get_name(sicm_arena_lookup(dram), memory_name, sizeof memory_name);
+  check(strcmp(name, "solver") == 0 && strcmp(memory_name, "mpi:dram") == 0,
+        "the arenas are named for reports: solver, mpi:dram");
   check(solver && sicm_arena_set_device(solver, sicm_arena_get_device(solver)) == 0,
         "the named arena moves with sicm_arena_set_device");
   int rc = MPI_Free_mem(dram ? dram + 100 : NULL), cls = -1;
