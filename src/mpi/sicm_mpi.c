@@ -30,12 +30,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <mpi.h>
-#include <numaif.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "config.h"
 #include "sicm.h"
