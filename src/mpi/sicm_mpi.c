@@ -66,14 +66,13 @@ static int initialized;             /* under arenas_lock: sicm_init done */
 
 /* Error codes with our own text: of class MPI_ERR_INFO_VALUE for bad
  * values, MPI_ERR_NO_MEM for libsicm's arena limit. */
-static int code_bad_memory, code_bad_fallback, code_bad_name, code_not_a_block;
-int code_arena_limit;
+static int code_bad_memory, code_bad_fallback, code_bad_name, code_arena_limit, code_not_a_block;
 static const char text_bad_memory[] = "libsicm-mpi: info key sicm_memory must be hbm, dram, "
                                       "capacity, high_bw, low_lat, large_cap or node:N";
 static const char text_bad_fallback[] =
     "libsicm-mpi: info key sicm_fallback must be null, default or abort";
 static const char text_bad_name[] = "libsicm-mpi: info key sicm_arena must be 1 to 63 bytes";
-const char text_arena_limit[] = "libsicm-mpi: libsicm's limit of live arenas is reached "
+static const char text_arena_limit[] = "libsicm-mpi: libsicm's limit of live arenas is reached "
                                        "(free the blocks of other sicm_arena names)";
 static const char text_not_a_block[] = "libsicm-mpi: MPI_Free_mem: the address lies in a libsicm "
                                        "arena but no block starts there; nothing was freed";
@@ -98,7 +97,7 @@ static int error_code_make(int class, const char *text, int *code) {
 
 /* Returns code, first writing its text to stderr where the MPI library
  * cannot give it (error_code_make). */
-int error_with_text(int code, const char *text) {
+static int error_with_text(int code, const char *text) {
   if (codes_lose_text)
     fprintf(stderr, "%s\n", text);
   return code;
@@ -300,7 +299,7 @@ static void entry_release(named_arena *e) {
 /* The arena for the hints (the named one, else the memory's), created on
  * first use, with one block reserved in it for the caller: allocate, then
  * arena_done().  NULL with errno ENODEV when the memory has no device. */
-sicm_arena arena_for(const hints *h, sicm_device **devs, int ndevs) {
+static sicm_arena arena_for(const hints *h, sicm_device **devs, int ndevs) {
   char key[sizeof arenas[0].name];
   snprintf(key, sizeof key, "%s%s", h->arena[0] ? "name:" : "memory:",
            h->arena[0] ? h->arena : h->memory);
@@ -317,7 +316,7 @@ sicm_arena arena_for(const hints *h, sicm_device **devs, int ndevs) {
 
 /* Ends what arena_for() reserved: kept (the block was handed out) or
  * released (the allocation failed, or the block was freed). */
-void arena_done(sicm_arena a, int kept) {
+static void arena_done(sicm_arena a, int kept) {
   if (kept)
     return;
   pthread_mutex_lock(&arenas_lock);
@@ -348,20 +347,37 @@ int hints_devices(const hints *h, sicm_device **devs, int *ndevs) {
   return *ndevs < 0 ? error_with_text(code_bad_memory, text_bad_memory) : MPI_SUCCESS;
 }
 
-/* When the hinted memory cannot serve: the fallback's answer. */
-static int fallback_take(const hints *h, MPI_Aint size, MPI_Info info, void *baseptr,
-                         const char *why) {
-  switch (h->fallback) {
-  case FALLBACK_DEFAULT:
-    return PMPI_Alloc_mem(size, info, baseptr);
-  case FALLBACK_ABORT:
-    fprintf(stderr, "libsicm-mpi: MPI_Alloc_mem of %lld bytes in sicm_memory=%s: %s\n",
-            (long long)size, h->memory, why);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return MPI_ERR_NO_MEM;
-  default:
-    return raise_error(MPI_ERR_NO_MEM);
+/* A block of `size` bytes from the hinted arena, for `caller`.  NULL with
+ * *code the code to raise, or with *code MPI_SUCCESS where the fallback
+ * (default) hands the request to the MPI library; the fallback abort
+ * ends the job here. */
+void *hinted_block(const hints *h, MPI_Aint size, const char *caller, int *code) {
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int ndevs;
+  if ((*code = hints_devices(h, devs, &ndevs)) != MPI_SUCCESS)
+    return NULL;
+  if (size < 0) {
+    *code = MPI_ERR_SIZE;
+    return NULL;
   }
+  sicm_arena a = arena_for(h, devs, ndevs);
+  if (a == NULL && errno == EAGAIN) { /* libsicm's arena limit: not a lack of memory */
+    *code = error_with_text(code_arena_limit, text_arena_limit);
+    return NULL;
+  }
+  const char *why = a == NULL && errno == ENODEV ? "no such device here" : NULL;
+  void *p = a ? sicm_arena_alloc(a, size > 0 ? (size_t)size : 1) : NULL;
+  if (a != NULL)
+    arena_done(a, p != NULL);
+  if (p != NULL)
+    return p;
+  if (h->fallback == FALLBACK_ABORT) {
+    fprintf(stderr, "libsicm-mpi: %s of %lld bytes in sicm_memory=%s: %s\n", caller,
+            (long long)size, h->memory, why ? why : sicm_error_detail());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  *code = h->fallback == FALLBACK_DEFAULT ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+  return NULL;
 }
 
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
@@ -371,24 +387,12 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
     return raise_error(rc);
   if (!h.placed)
     return PMPI_Alloc_mem(size, info, baseptr);
-  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
-  int ndevs;
-  if ((rc = hints_devices(&h, devs, &ndevs)) != MPI_SUCCESS)
-    return raise_error(rc);
-  if (size < 0)
-    return raise_error(MPI_ERR_SIZE);
-  sicm_arena a = arena_for(&h, devs, ndevs);
-  if (a == NULL && errno == EAGAIN) /* libsicm's arena limit: not a lack of memory */
-    return raise_error(error_with_text(code_arena_limit, text_arena_limit));
-  if (a == NULL)
-    return fallback_take(&h, size, info, baseptr,
-                         errno == ENODEV ? "no such device here" : sicm_error_detail());
-  void *p = sicm_arena_alloc(a, size > 0 ? (size_t)size : 1);
-  arena_done(a, p != NULL);
-  if (p == NULL)
-    return fallback_take(&h, size, info, baseptr, sicm_error_detail());
-  *(void **)baseptr = p;
-  return MPI_SUCCESS;
+  void *p = hinted_block(&h, size, "MPI_Alloc_mem", &rc);
+  if (p != NULL) {
+    *(void **)baseptr = p;
+    return MPI_SUCCESS;
+  }
+  return rc != MPI_SUCCESS ? raise_error(rc) : PMPI_Alloc_mem(size, info, baseptr);
 }
 
 /* Memory of a libsicm arena is never the MPI library's to free: an

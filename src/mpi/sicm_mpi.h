@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* sicm_mpi.h: what libsicm-mpi's two files share: the hints an info
- * argument gives (sicm_mpi.c reads them and owns the arenas they name),
+ * argument gives and the blocks of the arenas they name (sicm_mpi.c),
  * used by the window calls (sicm_mpi_win.c). */
 #ifndef SICM_MPI_H
 #define SICM_MPI_H
@@ -16,7 +16,7 @@ typedef enum fallback { FALLBACK_NULL, FALLBACK_DEFAULT, FALLBACK_ABORT } fallba
 
 /* What the info argument asks for. */
 typedef struct hints {
-  int placed;                       /* a sicm_memory key was given */
+  int placed;                       /* a key naming memory or an arena was given */
   char memory[32];
   fallback fallback;
   char arena[NAME_MAX_LEN];         /* "" : the memory's own arena */
@@ -27,16 +27,11 @@ SICM_MPI_HIDDEN int hints_read(MPI_Info info, hints *h);
 /* The devices of the hints' memory into devs (*ndevs, 0: none here);
  * MPI_SUCCESS or the code to raise. */
 SICM_MPI_HIDDEN int hints_devices(const hints *h, sicm_device **devs, int *ndevs);
-/* The arena for the hints, with one block reserved for the caller; NULL
- * with errno (EAGAIN: libsicm's arena limit, ENODEV: no device). */
-SICM_MPI_HIDDEN sicm_arena arena_for(const hints *h, sicm_device **devs, int ndevs);
-/* Ends arena_for's reservation: kept, or released (may destroy the arena). */
-SICM_MPI_HIDDEN void arena_done(sicm_arena a, int kept);
+/* A block of the hinted arena for `caller` (named if it aborts); NULL with
+ * *code to raise, or MPI_SUCCESS where sicm_fallback=default hands the
+ * request to the MPI library. */
+SICM_MPI_HIDDEN void *hinted_block(const hints *h, MPI_Aint size, const char *caller, int *code);
 /* Raises code on MPI_COMM_WORLD and returns it. */
 SICM_MPI_HIDDEN int raise_error(int code);
-/* code, its text first written to stderr where the MPI cannot keep it. */
-SICM_MPI_HIDDEN int error_with_text(int code, const char *text);
-SICM_MPI_HIDDEN extern int code_arena_limit;
-SICM_MPI_HIDDEN extern const char text_arena_limit[];
 
 #endif

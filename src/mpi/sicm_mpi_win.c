@@ -144,29 +144,10 @@ static int win_memory_take(MPI_Aint size, MPI_Info info, const hints *h, void **
   *base = NULL;
   if (!h->placed)
     return PMPI_Alloc_mem(size, MPI_INFO_NULL, base);
-  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
-  int ndevs, rc = hints_devices(h, devs, &ndevs);
-  if (rc != MPI_SUCCESS)
-    return rc;
-  sicm_arena a = arena_for(h, devs, ndevs);
-  void *p = a ? sicm_arena_alloc(a, size > 0 ? (size_t)size : 1) : NULL;
-  if (a != NULL)
-    arena_done(a, p != NULL);
-  if (p != NULL) {
-    *base = p;
+  int rc;
+  if ((*base = hinted_block(h, size, "MPI_Win_allocate", &rc)) != NULL)
     return MPI_SUCCESS;
-  }
-  if (a == NULL && errno == EAGAIN)
-    return error_with_text(code_arena_limit, text_arena_limit);
-  if (h->fallback == FALLBACK_DEFAULT)
-    return PMPI_Alloc_mem(size, info, base);
-  if (h->fallback == FALLBACK_ABORT) {
-    fprintf(stderr, "libsicm-mpi: MPI_Win_allocate of %lld bytes in sicm_memory=%s: %s\n",
-            (long long)size, h->memory, a == NULL && errno == ENODEV ? "no such device here"
-                                                                      : sicm_error_detail());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  return MPI_ERR_NO_MEM;
+  return rc != MPI_SUCCESS ? rc : PMPI_Alloc_mem(size, info, base);
 }
 
 /* Hints may differ between ranks, and one rank's failure must not leave the
