@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mpi_info_of.h"
+#include "mpi_check.h"
 #include "sicm.h"
 #include "sicm_autoplace.h"
 
@@ -40,20 +40,6 @@ static int alloc_with(MPI_Aint size, const char *k1, const char *v1, const char 
   MPI_Info_free(&info);
   MPI_Error_class(rc, &cls);
   return cls;
-}
-
-/* Pages of [p, p + len) not on `node` (a page not present counts). */
-static size_t pages_off(const void *p, size_t len, int node) {
-  long page = sysconf(_SC_PAGESIZE);
-  uintptr_t first = (uintptr_t)p & ~(uintptr_t)(page - 1), end = (uintptr_t)p + len;
-  size_t off = 0;
-  for (uintptr_t a = first; a < end; a += (uintptr_t)page) {
-    void *addr = (void *)a;
-    int status = -1;
-    if (move_pages(0, 1, &addr, NULL, &status, 0) != 0 || status != node)
-      off++;
-  }
-  return off;
 }
 
 /* The error string of our code holds `words`; under MPICH, whose codes of

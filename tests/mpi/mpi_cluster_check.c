@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mpi_info_of.h"
+#include "mpi_check.h"
 #include "sicm.h"
 
 static int rank, size, failures;
@@ -37,21 +37,6 @@ static void check(int ok, const char *what) {
     failures++;
   printf("rank %d (%s) %s: %s\n", rank, host, ok ? "ok" : "FAILED", what);
   fflush(stdout);
-}
-
-/* Pages of [p, p + len) not on `node`, each touched first (a page not
- * present counts as off). */
-static size_t pages_off(const void *p, size_t len, int node) {
-  long page = sysconf(_SC_PAGESIZE);
-  size_t off = 0;
-  for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1); a < (uintptr_t)p + len; a += (uintptr_t)page) {
-    void *addr = (void *)a;
-    int status = -1;
-    (void)*(volatile char *)addr;
-    if (move_pages(0, 1, &addr, NULL, &status, 0) != 0 || status != node)
-      off++;
-  }
-  return off;
 }
 
 static int node_of_kind(sicm_device_kind kind) {
