@@ -2,12 +2,15 @@
 /* preload.c: the interposed allocation functions of libsicm-preload.so.
  *
  * Allocations of at least SICM_PRELOAD's `min` bytes go to libsicm arenas
- * (preload_place.c); everything else, and everything before the library
- * is ready or while libsicm itself is running, goes to the process
+ * (preload_place.c); smaller ones to the small arenas (preload_small.c)
+ * through the header's inline front, or with small=process to the process
  * allocator: the next definitions of malloc & co. after this library,
- * found with dlsym(RTLD_NEXT).  free, realloc and malloc_usable_size
- * route a pointer to its owner: arena memory lies in [pl_fast.range_lo,
- * pl_fast.range_hi), and inside that range sicm_arena_lookup() decides.
+ * found with dlsym(RTLD_NEXT).  Everything before the library is ready or
+ * while libsicm itself is running goes to the process allocator.  free,
+ * realloc and malloc_usable_size route a pointer to its owner: a small
+ * block of the thread's front is binned at once; otherwise
+ * sicm_arena_lookup() decides, and with small=process only for pointers in
+ * [pl_fast.range_lo, pl_fast.range_hi), where the placed blocks lie.
  *
  * dlsym may allocate before the process allocator is known: those few
  * blocks come from a static buffer and are never freed. */
@@ -26,13 +29,16 @@
 
 pl_next pl_next_fns;
 static void free_unresolved(void *p);
-pl_hot pl_fast = {0, NULL, free_unresolved, UINTPTR_MAX, 0};
+pl_hot pl_fast = {0, NULL, free_unresolved, UINTPTR_MAX, 0, 0};
 static int pl_active;
 
 /* Nonzero while this thread runs libsicm or dlsym on the preload's behalf:
  * its allocations go to the process allocator (or the static buffer). */
 enum { PL_INSIDE = 1, PL_RESOLVING = 2 };
 static __thread int pl_inside __attribute__((tls_model("initial-exec")));
+/* The small arena this thread allocates from; NULL until its first small
+ * block (the front then serves no arena of it: a miss). */
+static __thread sicm_arena pl_small_mine __attribute__((tls_model("initial-exec")));
 
 /* ---------------------------------------------------------------- bootstrap */
 
@@ -121,13 +127,21 @@ static void *place(size_t size, size_t align, int zero) {
   return p;
 }
 
-/* Who owns `p`: a block placed here (its usable size in *size), memory of
- * an arena the program made itself, or the process allocator. */
-typedef enum owner { OWNER_PROCESS, OWNER_PLACED, OWNER_ARENA } owner;
+/* Who owns `p`: a block placed here (its usable size in *size), a small
+ * block, memory of an arena the program made itself, or the process
+ * allocator. */
+typedef enum owner { OWNER_PROCESS, OWNER_PLACED, OWNER_SMALL, OWNER_ARENA } owner;
 
 static owner owner_of(const void *p, size_t *size, const char *caller) {
-  if (!in_arena_range((uintptr_t)p))
+  if (pl_fast.small) {
+    sicm_arena arena = sicm_arena_lookup(p);
+    if (arena == NULL)
+      return OWNER_PROCESS;
+    if (pl_small_owns(arena))
+      return OWNER_SMALL;
+  } else if (!in_arena_range((uintptr_t)p)) {
     return OWNER_PROCESS;
+  }
   int in_arena;
   pl_inside |= PL_INSIDE;
   *size = pl_block_size(p, caller, &in_arena);
@@ -140,6 +154,52 @@ static void release(void *p) {
   pl_inside |= PL_INSIDE;
   pl_release(p);
   pl_inside &= ~PL_INSIDE;
+}
+
+/* ---------------------------------------------------------------- small blocks */
+
+/* Whether this thread's blocks below min come from the small arenas. */
+static inline int small_here(void) {
+  return pl_fast.small && pl_inside == 0;
+}
+
+/* A small block past the front: from this thread's small arena (aligned to
+ * `align`, 0: default; zeroed if `zero`); NULL when the arena refused, and
+ * the caller asks the process allocator. */
+static __attribute__((noinline)) void *small_alloc(size_t size, size_t align, int zero) {
+  sicm_arena arena = pl_small_mine;
+  if (arena == NULL)
+    arena = pl_small_mine = pl_small_arena();
+  size_t n = size ? size : 1; /* malloc(0) is a block of its own */
+  pl_inside |= PL_INSIDE;
+  void *p = align ? sicm_arena_aligned_alloc(arena, align, n)
+            : zero ? sicm_arena_calloc(arena, 1, n)
+                   : sicm_arena_alloc(arena, n);
+  pl_inside &= ~PL_INSIDE;
+  return p;
+}
+
+static inline void *small_front(size_t size) {
+  return sicm_front_alloc_v2(&sicm_front_v2, (uintptr_t)pl_small_mine, size);
+}
+
+static void small_free(void *p) {
+  pl_inside |= PL_INSIDE;
+  sicm_free(p);
+  pl_inside &= ~PL_INSIDE;
+}
+
+/* A block below min, wherever this thread's small blocks come from. */
+static inline void *malloc_below_min(size_t size) {
+  if (small_here()) {
+    void *p = small_front(size);
+    if (__builtin_expect(p != NULL, 1))
+      return p;
+    p = small_alloc(size, 0, 0);
+    if (p != NULL)
+      return p;
+  }
+  return pl_fast.malloc(size);
 }
 
 /* ---------------------------------------------------------------- malloc, calloc */
@@ -157,7 +217,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t size) {
 
 PL_EXPORT void *malloc(size_t size) {
   if (__builtin_expect(size < pl_fast.min_fast, 1))
-    return pl_fast.malloc(size);
+    return malloc_below_min(size);
   return malloc_slow(size);
 }
 
@@ -167,8 +227,17 @@ PL_EXPORT void *calloc(size_t n, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  if (__builtin_expect(total < pl_fast.min_fast, 1))
+  if (__builtin_expect(total < pl_fast.min_fast, 1)) {
+    if (small_here()) {
+      void *p = small_front(total);
+      if (p != NULL)
+        return memset(p, 0, total);
+      p = small_alloc(total, 0, 1);
+      if (p != NULL)
+        return p;
+    }
     return pl_next_fns.calloc(n, size);
+  }
   if (pl_inside & PL_RESOLVING)
     return boot_alloc(total, 16); /* the buffer is never reused: still zero */
   if (may_place(total)) {
@@ -190,6 +259,9 @@ static __attribute__((noinline)) void free_slow(void *p) {
   case OWNER_PLACED:
     release(p);
     return;
+  case OWNER_SMALL:
+    small_free(p);
+    return;
   case OWNER_ARENA:
     sicm_free(p);
     return;
@@ -200,6 +272,14 @@ static __attribute__((noinline)) void free_slow(void *p) {
 }
 
 PL_EXPORT void free(void *p) {
+  if (pl_fast.small) {
+    /* Only a front that serves this thread's small arena may take the
+     * block: a placed block must leave through its table. */
+    if (!(sicm_front_v2.arena == (uintptr_t)pl_small_mine && pl_inside == 0 &&
+          sicm_front_free_v2(&sicm_front_v2, p)))
+      free_slow(p);
+    return;
+  }
   if (__builtin_expect(!in_arena_range((uintptr_t)p) && !boot_owns(p), 1)) {
     __atomic_load_n(&pl_fast.free, __ATOMIC_RELAXED)(p);
     return;
@@ -214,6 +294,8 @@ static void *move_block(void *q, void *p, size_t keep, owner old) {
   memcpy(q, p, keep);
   if (old == OWNER_PLACED)
     release(p);
+  else if (old == OWNER_SMALL)
+    small_free(p);
   else
     pl_fast.free(p);
   return q;
@@ -233,6 +315,21 @@ PL_EXPORT void *realloc(void *p, size_t size) {
   owner who = owner_of(p, &old_size, "realloc");
   if (who == OWNER_ARENA)
     return sicm_realloc(p, size);
+  if (who == OWNER_SMALL) {
+    if (size == 0) { /* as glibc: frees, returns NULL */
+      small_free(p);
+      return NULL;
+    }
+    void *q = size >= pl_fast.min_fast && may_place(size) ? place(size, 0, 0) : NULL;
+    if (q != NULL) {
+      old_size = sicm_usable_size(p);
+      return move_block(q, p, old_size < size ? old_size : size, who);
+    }
+    pl_inside |= PL_INSIDE;
+    q = sicm_realloc(p, size);
+    pl_inside &= ~PL_INSIDE;
+    return q;
+  }
   if (who == OWNER_PROCESS) {
     if (size < pl_fast.min_fast || !may_place(size))
       return pl_next_fns.realloc(p, size);
@@ -256,7 +353,7 @@ PL_EXPORT void *realloc(void *p, size_t size) {
     q = place(size, 0, 0); /* its tier is full: another may have room */
   }
   if (q == NULL)
-    q = pl_fast.malloc(size);
+    q = size < pl_fast.min_fast ? malloc_below_min(size) : pl_fast.malloc(size);
   return move_block(q, p, old_size < size ? old_size : size, who);
 }
 
@@ -270,6 +367,7 @@ PL_EXPORT size_t malloc_usable_size(void *p) {
   switch (owner_of(p, &size, "malloc_usable_size")) {
   case OWNER_PLACED:
     return size;
+  case OWNER_SMALL:
   case OWNER_ARENA:
     return sicm_usable_size(p);
   case OWNER_PROCESS:
@@ -288,6 +386,8 @@ static int power_of_two(size_t v) {
 static void *aligned_place(size_t align, size_t size) {
   if (pl_inside & PL_RESOLVING)
     return power_of_two(align) ? boot_alloc(size, align) : NULL;
+  if (size < pl_fast.min_fast && small_here() && power_of_two(align))
+    return small_alloc(size, align, 0);
   if (size < pl_fast.min_fast || !power_of_two(align) || !may_place(size))
     return NULL;
   return place(size, align, 0);
@@ -377,6 +477,8 @@ __attribute__((constructor)) static void pl_init(void) {
     ok = pl_config_load(text) == 0;
   if (ok)
     pl_sites_warm();
+  if (ok && !pl_conf.small_process)
+    pl_fast.small = pl_small_start() == 0;
   pl_inside &= ~PL_INSIDE;
   if (!ok) {
     pl_warn("inactive: every allocation goes to the process allocator", "");

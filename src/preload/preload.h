@@ -4,7 +4,7 @@
  * and spills to the next device when that one is full.
  *
  * preload.c owns the interposed entry points and the process allocator
- * behind them; preload_conf.c reads SICM_PRELOAD into a chain of tiers;
+ * behind them; preload_small.c the arenas of the small blocks; preload_conf.c reads SICM_PRELOAD into a chain of tiers;
  * preload_place.c decides which tier takes an allocation, records the live
  * blocks and prints the statistics.  Only libsicm's public API is used. */
 #ifndef SICM_PRELOAD_H
@@ -38,6 +38,8 @@ typedef struct pl_config {
   size_t reserve;       /* free bytes left on each device's node */
   unsigned ntiers;
   pl_tier tiers[PL_TIERS_MAX];
+  int small_process;    /* small=process: blocks below min stay with the process
+                           allocator; else libsicm's small arenas serve them */
   int stats;            /* print statistics at exit (and on stats_signal) */
   int stats_signal;     /* 0: none */
   char stats_path[256]; /* "": stderr; opened for appending when printing */
@@ -81,6 +83,7 @@ typedef struct pl_hot {
   /* Lowest and highest address any tier's arena returned: the cheap test
    * that keeps most frees of the process allocator's memory from a lookup. */
   uintptr_t range_lo, range_hi;
+  int small;                      /* blocks below min_fast come from the small arenas */
 } __attribute__((aligned(64))) pl_hot;
 extern pl_hot pl_fast;
 
@@ -106,6 +109,17 @@ void pl_release(void *ptr);
 void *pl_resize(void *ptr, size_t size);
 /* Loads backtrace's unwinder when sites= is on (at load, outside malloc). */
 void pl_sites_warm(void);
+/* preload_small.c: the arenas of blocks below `min` (small=sicm), one per
+ * node with CPUs, made at load; 0, or -1 (small blocks then stay with the
+ * process allocator). */
+#define PL_SMALL_NODES_MAX 64
+int pl_small_start(void);
+/* The small arena of the node the calling thread runs on. */
+sicm_arena pl_small_arena(void);
+/* Whether `arena` is one of the small arenas. */
+int pl_small_owns(sicm_arena arena);
+/* How many small arenas there are (0: small=process). */
+unsigned pl_small_arenas(void);
 /* preload_stats.c: counts a block left to the process allocator (no
  * device had room), and where a freed block's pages were. */
 static inline void pl_stat_add(size_t *counter, size_t v) {

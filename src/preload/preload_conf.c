@@ -3,7 +3,8 @@
  * libsicm-preload.so, read into pl_conf: the threshold, the chain of
  * devices (the chosen one, then where to spill), the budget, the reserve
  * and the statistics.  Grammar (README, "Unmodified programs"):
- *   key=value[;key=value]...   keys: min device spill budget reserve sites stats signal
+ *   key=value[;key=value]...   keys: min device spill budget reserve sites small stats
+ *                              signal
  * Any error is reported once on stderr and leaves the preload inactive. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -212,19 +213,23 @@ int pl_config_load(const char *text) {
       long depth = strtol(value, &end, 10);
       bad = !*value || *end || depth < 0 || depth > PL_SITE_DEPTH_MAX;
       pl_conf.site_depth = bad ? 0 : (unsigned)depth;
+    } else if (strcmp(key, "small") == 0) {
+      pl_conf.small_process = strcmp(value, "process") == 0;
+      bad = !pl_conf.small_process && strcmp(value, "sicm") != 0;
     } else if (strcmp(key, "signal") == 0) {
       pl_conf.stats_signal = signal_parse(value);
       bad = pl_conf.stats_signal < 0;
     } else {
-      pl_warn("SICM_PRELOAD: unknown key (min, device, spill, budget, reserve, sites, stats, "
-              "signal): ",
+      pl_warn("SICM_PRELOAD: unknown key (min, device, spill, budget, reserve, sites, small, "
+              "stats, signal): ",
               key);
       return -1;
     }
     if (bad) {
       char what[160];
       snprintf(what, sizeof what, "%s=%s", key, value);
-      pl_warn("SICM_PRELOAD: bad value (sizes are like 4096, 64K, 1M, 2G; sites is 0 to 16): ",
+      pl_warn("SICM_PRELOAD: bad value (sizes are like 4096, 64K, 1M, 2G; sites is 0 to 16; "
+              "small is sicm or process): ",
               what);
       return -1;
     }

@@ -147,5 +147,12 @@ for p in placers:
 sys.exit(0 if len(placers) == 2 and all(p["intervals"] >= 1 and p["cpu_used"] <= p["cpu_share"]
                                         for p in placers) else 1)
 PY
+# Small blocks (small=sicm, the default) come from the small arena of the
+# node whose CPU the thread runs on, whatever device the large ones go to.
+echo "--- small blocks on the node of the thread's CPU, device=hbm"
+for cpu in 0 1; do
+  expect "cpu $cpu: every small block's page on its node" env SICM_PRELOAD="device=hbm" \
+    LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs taskset -c $cpu "$b/tests/preload/preload_check" small-node
+done
 rm -rf "$tmp"
 exit $failed

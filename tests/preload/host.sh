@@ -27,8 +27,11 @@ step() { # step NAME COMMAND...: one check, output kept
   if "$@"; then echo "PASS: $name"; else echo "FAIL: $name"; failed=1; fi
 }
 step basic run "min=1M;device=node:0" basic
+step "basic, small=process" run "min=1M;device=node:0;small=process" basic
 step threads run "min=1M;device=node:0" threads
+step "threads, small=process" run "min=1M;device=node:0;small=process" threads
 step fork run "min=1M;device=node:0" fork 200
+step "fork, small=process" run "min=1M;device=node:0;small=process" fork 50
 step budget run "min=1M;device=node:0;spill=none;budget=8M" budget
 step "off" run off inactive
 
@@ -48,6 +51,7 @@ for value in nan inf 1e3 0x10 -5 1.M .5M 4x; do
   step "size $value" bad "budget=$value" "SICM_PRELOAD: bad value .*budget=$value"
 done
 step "min nan" bad "min=nan" "SICM_PRELOAD: bad value .*min=nan"
+step "small bad" bad "small=glibc" "SICM_PRELOAD: bad value .*small=glibc"
 
 # Invalid frees of arena memory abort with a message, as glibc's do.
 aborts() {

@@ -14,12 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define MiB ((size_t)1 << 20)
 
 static void *(*arena_of)(const void *);
+static int (*name_of)(void *, char *, size_t);
+static int small_process; /* SICM_PRELOAD has small=process */
 static void *early_block; /* malloc'd by a constructor of this program */
 
 #define CHECK(cond, what)                                                      \
@@ -31,8 +34,23 @@ static void *early_block; /* malloc'd by a constructor of this program */
     printf("ok: %s\n", what);                                                  \
   } while (0)
 
+/* Whether p is in one of the preload's small arenas (named preload:small:...). */
+static int in_small_arena(const void *p) {
+  void *arena = arena_of != NULL ? arena_of(p) : NULL;
+  char name[64] = "";
+  return arena != NULL && name_of != NULL && name_of(arena, name, sizeof name) >= 0 &&
+         strncmp(name, "preload:small:", 14) == 0;
+}
+
+/* Whether p was placed on a device: in an arena, not a small one. */
 static int placed(const void *p) {
-  return arena_of != NULL && arena_of(p) != NULL;
+  return arena_of != NULL && arena_of(p) != NULL && !in_small_arena(p);
+}
+
+/* Whether a block below min is where small blocks go: a small arena, or
+ * with small=process the process allocator. */
+static int small_home(const void *p) {
+  return small_process ? arena_of != NULL && arena_of(p) == NULL : in_small_arena(p);
 }
 
 static void fill(unsigned char *p, size_t n, unsigned seed) {
@@ -57,7 +75,7 @@ static int mode_basic(int early_placed) {
   CHECK(early_placed, "a program constructor's 3 MiB malloc is in an arena");
   unsigned char *big = malloc(4 * MiB), *small = malloc(64);
   CHECK(big && placed(big), "malloc(4 MiB) is in an arena");
-  CHECK(small && !placed(small), "malloc(64) is the process allocator's");
+  CHECK(small && small_home(small), "malloc(64) is a small arena's (small=process: the process's)");
   CHECK(malloc_usable_size(big) >= 4 * MiB && malloc_usable_size(small) >= 64,
         "malloc_usable_size of both");
   fill(big, 4 * MiB, 1);
@@ -65,8 +83,8 @@ static int mode_basic(int early_placed) {
   CHECK(big && placed(big) && same(big, 4 * MiB, 1), "realloc 4 -> 9 MiB keeps the data, in an arena");
   fill(big, 9 * MiB, 2);
   unsigned char *shrunk = realloc(big, 100);
-  CHECK(shrunk && !placed(shrunk) && shrunk[0] == 2,
-        "realloc 9 MiB -> 100 B moves to the process allocator");
+  CHECK(shrunk && small_home(shrunk) && shrunk[0] == 2,
+        "realloc 9 MiB -> 100 B moves to where small blocks go");
   fill(shrunk, 100, 3);
   unsigned char *grown = realloc(shrunk, 2 * MiB);
   CHECK(grown && placed(grown) && same(grown, 100, 3),
@@ -107,7 +125,7 @@ static int mode_basic(int early_placed) {
         "pvalloc(2 MiB - 100) rounds to pages");
   free(a);
   a = memalign(64, 100);
-  CHECK(a && !placed(a) && (uintptr_t)a % 64 == 0, "memalign(64, 100) is the process allocator's");
+  CHECK(a && small_home(a) && (uintptr_t)a % 64 == 0, "memalign(64, 100) goes where small blocks go");
   free(a);
   free(small);
   free(NULL);
@@ -131,7 +149,7 @@ static void *traffic(void *arg) {
     seed = seed * 1103515245 + 12345;
     size_t size = (seed >> 8) % 4 == 0 ? MiB + (seed >> 4) % (2 * MiB) : 16 + (seed >> 4) % 4000;
     unsigned char *p = malloc(size);
-    if (p == NULL || (size >= MiB) != placed(p)) {
+    if (p == NULL || (size >= MiB ? !placed(p) : !small_home(p))) {
       __atomic_store_n(&traffic_failed, 1, __ATOMIC_RELAXED);
       return NULL;
     }
@@ -178,7 +196,7 @@ static int mode_fork(int forks) {
     if (pid == 0) {
       alarm(20); /* a hang ends as SIGALRM */
       unsigned char *p = malloc(4 * MiB), *q = malloc(100);
-      int ok = p && q && placed(p) && !placed(q);
+      int ok = p && q && placed(p) && small_home(q);
       if (ok) {
         fill(p, 4 * MiB, 9);
         ok = same(p, 4 * MiB, 9);
@@ -221,15 +239,75 @@ static int mode_budget(void) {
   return 0;
 }
 
+/* The node of each page of [p, p + n), by move_pages with no target (a
+ * query); counts the pages on `node` and on any node. */
+static void pages_on(const unsigned char *p, size_t n, int node, size_t *on_node, size_t *all) {
+  enum { BATCH = 512 };
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  uintptr_t first = (uintptr_t)p & ~(page - 1), end = (uintptr_t)p + n;
+  for (uintptr_t a = first; a < end;) {
+    void *pages[BATCH];
+    int status[BATCH];
+    unsigned k = 0;
+    for (; k < BATCH && a < end; k++, a += page)
+      pages[k] = (void *)a;
+    if (syscall(SYS_move_pages, 0, (unsigned long)k, pages, NULL, status, 0) != 0)
+      return;
+    for (unsigned i = 0; i < k; i++) {
+      *all += status[i] >= 0;
+      *on_node += status[i] == node;
+    }
+  }
+}
+
+/* Small blocks (64 B and 1 KiB, 64 MiB in all, written) are where small
+ * blocks go and on the node of the CPU this thread runs on (the caller
+ * pins it), whatever device the large ones go to. */
+static int mode_small_node(void) {
+  enum { COUNT = 65536 };
+  static unsigned char *blocks[COUNT];
+  unsigned cpu = 0, node = 0;
+  CHECK(getcpu(&cpu, &node) == 0, "getcpu");
+  int home = 1;
+  for (unsigned i = 0; i < COUNT; i++) {
+    size_t size = i % 2 ? 64 : 1024 - 64;
+    blocks[i] = malloc(size);
+    if (blocks[i] == NULL) {
+      home = 0;
+      break;
+    }
+    memset(blocks[i], (int)i, size);
+    home = home && small_home(blocks[i]);
+  }
+  CHECK(home, "65,536 blocks of 64 B and 960 B are where small blocks go");
+  size_t on_node = 0, all = 0;
+  for (unsigned i = 0; i < COUNT; i++)
+    pages_on(blocks[i], i % 2 ? 64 : 1024 - 64, (int)node, &on_node, &all);
+  int kept = 1;
+  for (unsigned i = 0; i < COUNT; i++)
+    kept = kept && blocks[i][0] == (unsigned char)i;
+  CHECK(kept, "small blocks keep their contents");
+  printf("block pages on node %u (cpu %u): %zu of %zu\n", node, cpu, on_node, all);
+  CHECK(all > 0 && on_node == all, "every small block's page is on the node of the thread's CPU");
+  for (unsigned i = 0; i < COUNT; i++)
+    free(blocks[i]);
+  return 0;
+}
+
 static int mode_inactive(void) {
-  void *p = malloc(4 * MiB);
-  CHECK(p && !placed(p), "inactive: malloc(4 MiB) is the process allocator's");
+  void *p = malloc(4 * MiB), *q = malloc(64);
+  CHECK(p && q && (arena_of == NULL || (arena_of(p) == NULL && arena_of(q) == NULL)),
+        "inactive: malloc(4 MiB) and malloc(64) are the process allocator's");
   free(p);
+  free(q);
   return 0;
 }
 
 int main(int argc, char **argv) {
   arena_of = (void *(*)(const void *))dlsym(RTLD_DEFAULT, "sicm_arena_lookup");
+  name_of = (int (*)(void *, char *, size_t))dlsym(RTLD_DEFAULT, "sicm_arena_get_name");
+  const char *conf = getenv("SICM_PRELOAD");
+  small_process = conf != NULL && strstr(conf, "small=process") != NULL;
   int early_placed = placed(early_block);
   free(early_block);
   const char *mode = argc > 1 ? argv[1] : "basic";
@@ -244,6 +322,8 @@ int main(int argc, char **argv) {
     return mode_fork(argc > 2 ? atoi(argv[2]) : 200);
   if (strcmp(mode, "budget") == 0)
     return mode_budget();
+  if (strcmp(mode, "small-node") == 0)
+    return mode_small_node();
   if (strcmp(mode, "inactive") == 0)
     return mode_inactive();
   if (strcmp(mode, "signal") == 0) { /* statistics on a signal, while the block lives */
