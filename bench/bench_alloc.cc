@@ -171,7 +171,7 @@ void Register(const char *name, bool all_sizes = true) {
   if (all_sizes)
     pair->Apply(PairSizes);
   else
-    pair->Arg(64)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();
+    pair->Arg(16)->Arg(64)->Arg(1024)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();
   benchmark::RegisterBenchmark(("BM_random_" + n).c_str(), BM_random<A>)
       ->Threads(1)->Threads(2)->UseRealTime();
   benchmark::RegisterBenchmark(("BM_handoff_" + n).c_str(), BM_handoff<A>)
