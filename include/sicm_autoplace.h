@@ -130,11 +130,15 @@ SICM_API int sicm_autoplace_config_init(sicm_autoplace_config *c);
  * tier has room for them: the placer judges by the pages, not by the
  * binding.
  *
+ * Ranking: by heat per resident byte, the heat being the bytes an arena
+ * referenced in the last interval or its decaying rate, whichever is more,
+ * so that an arena that turns hot ranks in after one interval.
  * Cost rule (ski rental): an arena that ranks in the set but sits off the
  * fast tier accrues, per interval, the bytes it referenced there; it moves
- * once those reach the bytes the move costs (its resident bytes plus those
- * of the arenas it displaces).  Hysteresis: an arena on the fast tier
- * ranks with a quarter more than its rate, and stays at least two
+ * once those reach a third of the bytes the move costs (its resident bytes
+ * plus those of the arenas it displaces): a referenced page was accessed at
+ * least once, a move copies it once.  Hysteresis: an arena on the fast
+ * tier ranks with a quarter more than its heat, and stays at least two
  * intervals after it moved.  A move the kernel or the room check refuses
  * leaves the arena where it was; the placer reports it and retries that
  * arena no sooner than 8 intervals later.  An arena the program moves

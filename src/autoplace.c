@@ -19,7 +19,13 @@ enum {
   MIN_STAY = 2,      /* intervals an arena stays after a move */
   RETRY_AFTER = 8,   /* intervals before an arena whose move was refused is tried again */
 };
-static const double HYSTERESIS = 0.25, MOVE_WEIGHT = 1.0;
+/* A page referenced in an interval was accessed at least once there, and
+ * in a hot arena many times, while a move copies it once: the ski rental
+ * counts each referenced byte three times (a move pays once the arena
+ * referenced a third of the bytes it costs).  Twice would put a whole
+ * arena displacing one of its size exactly at the bar, where the
+ * monitor's sampling decides. */
+static const double HYSTERESIS = 0.25, MOVE_WEIGHT = 1.0 / 3;
 
 /* What the placer keeps of one arena slot. */
 typedef struct autoplace_track {
@@ -402,7 +408,7 @@ static void interval_apply(unsigned n) {
       promotion_complete(placer.plan_slot[i], p);
       continue;
     }
-    snprintf(why, sizeof why, "hot: referenced %llu bytes off the fast tier, the move costs %llu",
+    snprintf(why, sizeof why, "hot: referenced %llu bytes off the fast tier, a third or more of the %llu the move costs",
              (unsigned long long)p->regret, (unsigned long long)p->cost);
     if (autoplace_move(placer.plan_slot[i], 1, why) == 0)
       pages_count(placer.plan_slot[i]);

@@ -3,10 +3,13 @@
  * pure function of what the monitor measured, so that tests can drive it
  * with any history.
  *
- * The set: arenas ranked by decaying referenced bytes per resident byte
- * (an arena already on the fast tier ranks with `hysteresis` more, so two
- * arenas of about the same heat do not trade places), taken greedily while
- * they fit the budget; an arena that referenced nothing never enters it.
+ * The set: arenas ranked by heat per resident byte, the heat being the
+ * bytes referenced in the last interval or the decaying rate, whichever is
+ * more: an arena that turns hot ranks by what it did at once, one that
+ * turns cold keeps its past for a few intervals (an arena already on the
+ * fast tier ranks with `hysteresis` more, so two arenas of about the same
+ * heat do not trade places).  The set is taken greedily while it fits the
+ * budget; an arena that referenced nothing never enters it.
  *
  * The moves, by ski rental: an arena of the set that sits off the fast
  * tier accrues, each interval, the bytes it referenced there (what staying
@@ -21,7 +24,8 @@
 #include "autoplace.h"
 
 static double plan_score(const sc_plan_arena *a, const sc_plan_params *p) {
-  double density = a->rate / (double)(a->resident ? a->resident : 1);
+  double heat = (double)a->referenced > a->rate ? (double)a->referenced : a->rate;
+  double density = heat / (double)(a->resident ? a->resident : 1);
   return a->on_fast && !a->anywhere ? density * (1 + p->hysteresis) : density;
 }
 

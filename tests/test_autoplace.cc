@@ -505,6 +505,23 @@ TEST(PlanRule, AHotArenaMovesOnceItsAccessesPayForTheMove) {
   EXPECT_EQ(0, plan.a[1].on_fast) << "an arena that referenced nothing never moves";
 }
 
+TEST(PlanRule, AnArenaThatTurnsHotDisplacesAColdOneAfterOneInterval) {
+  // The placer's weight: a third of the move's bytes referenced pay for it.
+  Plan plan(3);
+  plan.p.budget = 2 * MiB;
+  plan.p.move_weight = 1.0 / 3;
+  for (int i = 0; i < 10; i++) plan.Step({1, 1, 0});
+  EXPECT_EQ(1, plan.a[0].on_fast);
+  EXPECT_EQ(1, plan.a[1].on_fast);
+  // The hot pair slides by one: arena 2 ranks in by the interval it just
+  // had (its decayed rate alone would still trail arena 0's), and its
+  // bytes referenced pay a third of the move, its own and arena 0's.
+  EXPECT_EQ(2u, plan.Step({0, 1, 1}));
+  EXPECT_EQ(0, plan.a[0].on_fast);
+  EXPECT_EQ(1, plan.a[1].on_fast);
+  EXPECT_EQ(1, plan.a[2].on_fast);
+}
+
 TEST(PlanRule, TheHotSetFollowsThePhasesWithoutPingPong) {
   // 8 arenas of 1 MiB, room for 2; each phase touches two of them fully.
   Plan plan(8);

@@ -23,10 +23,13 @@ using sicm_test::PagesNotOn;
 constexpr int kFast = 2, kHome = 0, kCapacity = 3;
 constexpr size_t kArenaBytes = 16 << 20;
 constexpr unsigned kIntervalMs = 200;
-// Intervals after a phase change within which the placement must be right:
-// the new arenas' rates pass the old ones' (hysteresis included) in about
-// two intervals at the default half-life of one, and the move pays in one or two.
-constexpr unsigned kSettleIntervals = 8;
+// Intervals after a phase change within which the placement must be right.
+// A phase starts as an interval does: the new arenas rank in by the bytes
+// they referenced in that interval, which pay half their move, so the
+// placer moves them when it ends and they are in place in the next one.
+// (A phase that starts within an interval makes that one a draw, the old
+// arenas having been referenced in it too: one interval more.)
+constexpr unsigned kSettleIntervals = 2;
 
 struct Arena {
   sicm_arena handle;
@@ -116,6 +119,7 @@ TEST_F(Autoplace, TheHotArenasOfEachPhaseReachTheFastNode) {
     const std::vector<unsigned> &hot = phases[ph];
     std::vector<uint64_t> moves_before;
     for (unsigned i = 0; i < arenas_.size(); i++) moves_before.push_back(Moves(i));
+    for (uint64_t before = Intervals(); Intervals() == before;) usleep(1000);
     uint64_t start = Intervals(), settled = 0;
     std::string why;
     while (Intervals() < start + kSettleIntervals + 4) {
