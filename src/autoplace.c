@@ -408,7 +408,8 @@ static void interval_apply(unsigned n) {
       promotion_complete(placer.plan_slot[i], p);
       continue;
     }
-    snprintf(why, sizeof why, "hot: referenced %llu bytes off the fast tier, a third or more of the %llu the move costs",
+    snprintf(why, sizeof why,
+             "hot: referenced %llu bytes off the fast tier, a third or more of the %llu the move costs",
              (unsigned long long)p->regret, (unsigned long long)p->cost);
     if (autoplace_move(placer.plan_slot[i], 1, why) == 0)
       pages_count(placer.plan_slot[i]);

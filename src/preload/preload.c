@@ -133,21 +133,17 @@ static void *place(size_t size, size_t align, int zero) {
 typedef enum owner { OWNER_PROCESS, OWNER_PLACED, OWNER_SMALL, OWNER_ARENA } owner;
 
 static owner owner_of(const void *p, size_t *size, const char *caller) {
-  if (pl_fast.small) {
-    sicm_arena arena = sicm_arena_lookup(p);
-    if (arena == NULL)
-      return OWNER_PROCESS;
-    if (pl_small_owns(arena))
-      return OWNER_SMALL;
-  } else if (!in_arena_range((uintptr_t)p)) {
+  if (!pl_fast.small && !in_arena_range((uintptr_t)p))
     return OWNER_PROCESS;
-  }
-  int in_arena;
+  sicm_arena arena = sicm_arena_lookup(p);
+  if (arena == NULL)
+    return OWNER_PROCESS;
+  if (pl_small_owns(arena))
+    return OWNER_SMALL;
   pl_inside |= PL_INSIDE;
-  *size = pl_block_size(p, caller, &in_arena);
-  owner who = *size ? OWNER_PLACED : in_arena ? OWNER_ARENA : OWNER_PROCESS;
+  *size = pl_block_size(p, arena, caller);
   pl_inside &= ~PL_INSIDE;
-  return who;
+  return *size ? OWNER_PLACED : OWNER_ARENA;
 }
 
 static void release(void *p) {
@@ -189,17 +185,21 @@ static void small_free(void *p) {
   pl_inside &= ~PL_INSIDE;
 }
 
+/* A block below min from this thread's small arena (zeroed if `zero`), or
+ * NULL: the process allocator serves this thread, or the arena refused. */
+static inline void *small_block(size_t size, int zero) {
+  if (!small_here())
+    return NULL;
+  void *p = small_front(size);
+  if (__builtin_expect(p != NULL, 1))
+    return zero ? memset(p, 0, size) : p;
+  return small_alloc(size, 0, zero);
+}
+
 /* A block below min, wherever this thread's small blocks come from. */
 static inline void *malloc_below_min(size_t size) {
-  if (small_here()) {
-    void *p = small_front(size);
-    if (__builtin_expect(p != NULL, 1))
-      return p;
-    p = small_alloc(size, 0, 0);
-    if (p != NULL)
-      return p;
-  }
-  return pl_fast.malloc(size);
+  void *p = small_block(size, 0);
+  return __builtin_expect(p != NULL, 1) ? p : pl_fast.malloc(size);
 }
 
 /* ---------------------------------------------------------------- malloc, calloc */
@@ -228,15 +228,8 @@ PL_EXPORT void *calloc(size_t n, size_t size) {
     return NULL;
   }
   if (__builtin_expect(total < pl_fast.min_fast, 1)) {
-    if (small_here()) {
-      void *p = small_front(total);
-      if (p != NULL)
-        return memset(p, 0, total);
-      p = small_alloc(total, 0, 1);
-      if (p != NULL)
-        return p;
-    }
-    return pl_next_fns.calloc(n, size);
+    void *p = small_block(total, 1);
+    return p != NULL ? p : pl_next_fns.calloc(n, size);
   }
   if (pl_inside & PL_RESOLVING)
     return boot_alloc(total, 16); /* the buffer is never reused: still zero */

@@ -4,7 +4,8 @@
  * and spills to the next device when that one is full.
  *
  * preload.c owns the interposed entry points and the process allocator
- * behind them; preload_small.c the arenas of the small blocks; preload_conf.c reads SICM_PRELOAD into a chain of tiers;
+ * behind them; preload_small.c the arenas of the small blocks;
+ * preload_conf.c reads SICM_PRELOAD into a chain of tiers;
  * preload_place.c decides which tier takes an allocation, records the live
  * blocks and prints the statistics.  Only libsicm's public API is used. */
 #ifndef SICM_PRELOAD_H
@@ -97,11 +98,11 @@ int pl_config_load(const char *text);
  * the first tier with room.  Returns NULL when no tier has room or every
  * arena refused: the caller then uses the process allocator. */
 void *pl_place(size_t size, size_t align, int zero);
-/* If `ptr` is a live block of a tier: its usable size, else 0; *in_arena
- * says whether any libsicm arena owns the address.  A pointer inside a
- * tier's arena that is not a live block start aborts the process with a
- * message, as glibc does for an invalid free. */
-size_t pl_block_size(const void *ptr, const char *caller, int *in_arena);
+/* If `ptr`, an address of `arena` (sicm_arena_lookup), is a live block of a
+ * tier: its usable size, else 0.  A pointer inside a tier's arena that is
+ * not a live block start aborts the process with a message, as glibc does
+ * for an invalid free. */
+size_t pl_block_size(const void *ptr, sicm_arena arena, const char *caller);
 /* Free a block pl_block_size() accepted. */
 void pl_release(void *ptr);
 /* Resize a placed block in its own arena when its tier has room for the
@@ -118,8 +119,6 @@ int pl_small_start(void);
 sicm_arena pl_small_arena(void);
 /* Whether `arena` is one of the small arenas. */
 int pl_small_owns(sicm_arena arena);
-/* How many small arenas there are (0: small=process). */
-unsigned pl_small_arenas(void);
 /* preload_stats.c: counts a block left to the process allocator (no
  * device had room), and where a freed block's pages were. */
 static inline void pl_stat_add(size_t *counter, size_t v) {

@@ -334,11 +334,7 @@ static _Noreturn void invalid_pointer(const char *caller, const void *ptr) {
   abort();
 }
 
-size_t pl_block_size(const void *ptr, const char *caller, int *in_arena) {
-  sicm_arena arena = sicm_arena_lookup(ptr);
-  *in_arena = arena != NULL;
-  if (arena == NULL)
-    return 0;
+size_t pl_block_size(const void *ptr, sicm_arena arena, const char *caller) {
   pthread_mutex_lock(&pl_lock);
   pl_entry *e = table_find((uintptr_t)ptr);
   size_t size = e ? e->size : 0;

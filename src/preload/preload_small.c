@@ -56,7 +56,3 @@ int pl_small_owns(sicm_arena arena) {
       return 1;
   return 0;
 }
-
-unsigned pl_small_arenas(void) {
-  return small_count;
-}
