@@ -43,6 +43,8 @@ typedef struct sicm_front_v2_t {
   sicm_bin_v2 *bins;
   const uint16_t *start_mask; /* per bin: address bits 0 where a block starts */
 } sicm_front_v2_t;
+/* The library may close another thread's front, storing 0 to arena and
+ * size (atomically): the readers below load those two atomically too. */
 #if defined(__GNUC__)
 /* Initial-exec: the library's thread-locals are in static TLS (it is
  * built so, and keeps them small enough for dlopen), so any program or
@@ -58,7 +60,7 @@ SICM_API extern uint64_t sicm_epoch_v2;
 /* A region of this size from the front's bins if the front serves arena
  * `arena`; NULL otherwise (a bin never holds NULL). */
 static inline void *sicm_front_alloc_v2(sicm_front_v2_t *f, uintptr_t arena, size_t sz) {
-  if (arena == f->arena && sz - 1 < f->max &&
+  if (arena == __atomic_load_n(&f->arena, __ATOMIC_RELAXED) && sz - 1 < f->max &&
       f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
     sicm_bin_v2 *bin = &f->bins[f->class_of[(sz - 1) >> 3]];
     if (bin->count > 0)
@@ -71,7 +73,7 @@ static inline void *sicm_front_alloc_v2(sicm_front_v2_t *f, uintptr_t arena, siz
  * belong to that arena alone: private windows are whole chunks of address
  * space, never shared with another arena. */
 static inline uintptr_t sicm_front_owner_v2(const sicm_front_v2_t *f, const void *ptr) {
-  return (uintptr_t)ptr - f->base < f->size &&
+  return (uintptr_t)ptr - f->base < __atomic_load_n(&f->size, __ATOMIC_RELAXED) &&
                  f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)
              ? f->arena
              : 0;
@@ -82,7 +84,8 @@ static inline uintptr_t sicm_front_owner_v2(const sicm_front_v2_t *f, const void
  * ptr is the block freed last into it (the library refuses that). */
 static inline int sicm_front_free_v2(sicm_front_v2_t *f, void *ptr) {
   uintptr_t offset = (uintptr_t)ptr - f->base;
-  if (offset < f->size && f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
+  if (offset < __atomic_load_n(&f->size, __ATOMIC_RELAXED) &&
+      f->epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED)) {
     /* Atomic: another thread may be tagging a neighbouring page's block (the
      * same byte codegen as a plain load on x86-64 and arm64). */
     unsigned bin_index = __atomic_load_n(&f->tags[offset >> 12], __ATOMIC_RELAXED) - 1u;

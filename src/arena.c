@@ -192,8 +192,10 @@ static int arena_destroy_locked(sc_arena *a) {
   pthread_mutex_lock(&a->migrate_lock); /* an asynchronous migration finishes first */
   __atomic_store_n(&a->live_generation, 0, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&a->migrate_lock);
-  /* Before the arena's memory goes: a front that still names it is stale. */
+  /* Before the arena's memory goes: a front that still names it is stale,
+   * to the inline path by the epoch, to the called path by being closed. */
   __atomic_fetch_add(&sicm_epoch_v2, 1, __ATOMIC_RELEASE);
+  sc_fronts_close();
   int rc = a->ops->close(a);
   int err = errno;
   sc_arenas_gone_add(a);

@@ -250,6 +250,13 @@ int sc_arenas_release_all(void);
 void sc_arenas_fork_lock(void);
 void sc_arenas_fork_unlock(int child);
 
+/* ---- arena_je_fast.c: the threads' fronts (sicm_inline.h) ---- */
+/* Closes every thread's front; the caller has marked an arena dead. */
+void sc_fronts_close(void);
+/* Around fork(): the list of fronts (a leaf lock). */
+void sc_fronts_fork_lock(void);
+void sc_fronts_fork_unlock(int child);
+
 /* ---- arena_window.c: address windows and the chunk -> arena table ---- */
 #define SC_CHUNK_COUNT ((size_t)1 << (SC_ADDRESS_BITS - SC_CHUNK_SHIFT))
 /* In sc_chunk_owner: the chunk holds the end of a window that does not

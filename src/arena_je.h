@@ -101,6 +101,18 @@ typedef struct sc_je_classes {
 } sc_je_classes;
 extern sc_je_classes sc_je_size_classes;
 
+/* The classes as the called fast path reads them, made with them: by page
+ * tag (binned class + 1), the address bits that are 0 where a block starts
+ * (all bits for a tag that names no bin, so that no address passes) and the
+ * byte offset of the class's bin in a thread's cache; by (size - 1) / 8,
+ * the offset of the size's bin. */
+typedef struct sc_je_bins_by {
+  uint64_t start_mask_of_tag[256];
+  uint64_t offset_of_tag[256];
+  uint16_t offset_of_size[SC_BIN_LOOKUP_MAX / 8];
+} sc_je_bins_by;
+extern sc_je_bins_by sc_je_bin_index;
+
 /* Reads the classes from jemalloc; 0 or -1 with errno. */
 int sc_je_classes_init(void);
 /* Starts jemalloc (and so registers its fork handlers) if nothing has. */
@@ -260,6 +272,8 @@ static inline int sc_large_free(sc_thread_cache *cache, unsigned cls, void *ptr)
 /* This thread's front (sicm.h's sicm_front_v2, reached here through a
  * hidden name so that the library's accesses stay within the module). */
 extern SC_TLS sicm_front_v2_t sc_front;
+/* Thread exit: closes this thread's front and drops it from the list. */
+void sc_front_exit(void);
 
 /* ---- arena_je.c ---- */
 /* Adds a jemalloc arena with the kind's hooks to je's shards (the caller

@@ -58,6 +58,21 @@ void sc_je_start(void) {
   je_mallctl("arenas.narenas", &narenas, &(size_t){sizeof narenas}, NULL, 0);
 }
 
+sc_je_bins_by sc_je_bin_index;
+
+_Static_assert(SC_BINS_MAX * sizeof(sc_bin) <= UINT16_MAX, "offset_of_size holds a bin's offset");
+
+static void bin_index_make(const sc_je_classes *c) {
+  sc_je_bins_by *by = &sc_je_bin_index;
+  for (unsigned tag = 0; tag < 256; tag++) {
+    int binned = tag >= 1 && tag <= c->nbins;
+    by->start_mask_of_tag[tag] = binned ? c->start_mask[tag - 1] : ~(uint64_t)0;
+    by->offset_of_tag[tag] = binned ? (tag - 1) * sizeof(sc_bin) : 0;
+  }
+  for (unsigned k = 0; k < SC_BIN_LOOKUP_MAX / 8; k++)
+    by->offset_of_size[k] = (uint16_t)(c->bin_of[k] * sizeof(sc_bin));
+}
+
 int sc_je_classes_init(void) {
   sc_je_classes c = {0};
   unsigned nsmall, nlarge;
@@ -88,6 +103,7 @@ int sc_je_classes_init(void) {
   }
   large_classes_index(&c);
   sc_je_size_classes = c; /* the same values at every sicm_init */
+  bin_index_make(&c);
   return 0;
 }
 
@@ -107,7 +123,7 @@ void sc_bin_push_full(sc_thread_cache *cache, unsigned b, void *ptr) {
 /* Thread exit: give back the bins and tcaches of arenas still alive. */
 static void thread_caches_exit(void *table) {
   sc_thread_cache **caches = table;
-  sc_front = (sicm_front_v2_t){0}; /* it points into the caches */
+  sc_front_exit(); /* the front points into the caches */
   for (unsigned slot = 0; slot < sc_thread_caches.cap; slot++) {
     sc_thread_cache *cache = caches[slot];
     if (cache == NULL)

@@ -9,12 +9,89 @@
  * from the one the thread kept or with one jemalloc call: no call through
  * the operations table, no query to jemalloc for a size.  Whatever else
  * goes to the entry points of every kind in arena_alloc.c.  A small
- * allocation makes its arena the front. */
+ * allocation makes its arena the front.
+ *
+ * A destroy closes every thread's front (sc_fronts_close), so the called
+ * path trusts an open front without reading sicm_epoch_v2, which the
+ * header's inline path, built into programs, still checks. */
+#include <sched.h>
+
 #include "arena_je.h"
 
 SC_TLS sicm_front_v2_t sc_front;
 extern SC_TLS sicm_front_v2_t sicm_front_v2
     __attribute__((alias("sc_front"), visibility("default")));
+
+/* A thread's place in the list of fronts.  seq is odd while the thread
+ * sets its front: a destroy waits for it to turn even before closing. */
+typedef struct front_link {
+  struct front_link *prev, *next;
+  sicm_front_v2_t *front;
+  unsigned seq;
+} front_link;
+
+static SC_TLS front_link my_link;
+static pthread_mutex_t fronts_lock = PTHREAD_MUTEX_INITIALIZER;
+static front_link fronts = {&fronts, &fronts, NULL, 0};
+
+/* The front's two gates, the arena for alloc and the size for free, both
+ * shut; written by the owner and by any destroy. */
+static void front_close(sicm_front_v2_t *f) {
+  __atomic_store_n(&f->arena, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->size, 0, __ATOMIC_RELAXED);
+}
+
+static void front_link_add(void) {
+  pthread_mutex_lock(&fronts_lock);
+  my_link.front = &sc_front;
+  my_link.prev = &fronts;
+  my_link.next = fronts.next;
+  fronts.next->prev = &my_link;
+  fronts.next = &my_link;
+  pthread_mutex_unlock(&fronts_lock);
+}
+
+void sc_front_exit(void) {
+  front_close(&sc_front);
+  if (my_link.front == NULL)
+    return;
+  pthread_mutex_lock(&fronts_lock);
+  my_link.prev->next = my_link.next;
+  my_link.next->prev = my_link.prev;
+  my_link.front = NULL;
+  pthread_mutex_unlock(&fronts_lock);
+  sc_front = (sicm_front_v2_t){0};
+}
+
+/* The caller has marked the arena dead (live_generation).  Either a thread
+ * setting its front sees that after its fence, or this sees the thread's
+ * odd seq after its own and waits: no front opens on the dead arena. */
+void sc_fronts_close(void) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  pthread_mutex_lock(&fronts_lock);
+  for (front_link *l = fronts.next; l != &fronts; l = l->next) {
+    while (__atomic_load_n(&l->seq, __ATOMIC_ACQUIRE) & 1)
+      sched_yield(); /* the owner is between two stores of its own */
+    front_close(l->front);
+  }
+  pthread_mutex_unlock(&fronts_lock);
+}
+
+void sc_fronts_fork_lock(void) { pthread_mutex_lock(&fronts_lock); }
+
+/* The child has one thread: the others' fronts are gone with them. */
+void sc_fronts_fork_unlock(int child) {
+  if (child) {
+    fronts.next = fronts.prev = &fronts;
+    if (my_link.front != NULL) {
+      my_link.prev = my_link.next = &fronts;
+      fronts.next = fronts.prev = &my_link;
+    }
+    pthread_mutex_init(&fronts_lock, NULL);
+    return;
+  }
+  pthread_mutex_unlock(&fronts_lock);
+}
 
 /* Makes the cache of the arena with handle h this thread's front; left
  * empty when the arena died meanwhile (the epoch is read first, so a
@@ -22,27 +99,42 @@ extern SC_TLS sicm_front_v2_t sicm_front_v2
 static void front_set(sc_arena *a, uintptr_t h, sc_thread_cache *cache) {
   if (__builtin_expect(sc_check_on, 0))
     return; /* every call reaches the entry points, which check */
+  if (my_link.front == NULL)
+    front_link_add();
+  __atomic_store_n(&my_link.seq, my_link.seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
   uint64_t epoch = __atomic_load_n(&sicm_epoch_v2, __ATOMIC_ACQUIRE);
-  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != cache->generation)
-    return;
-  uintptr_t base = 0, size = 0;
-  const uint8_t *tags = NULL;
-  if (__atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE) > 0) {
-    /* The first chunk of the first window: one table of tags covers it. */
-    base = (uintptr_t)a->windows[0].base;
-    tags = __atomic_load_n(&sc_page_tags[base >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
-    size = tags ? SC_CHUNK_SIZE : 0;
+  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != cache->generation) {
+    front_close(&sc_front);
+  } else {
+    uintptr_t base = 0, size = 0;
+    const uint8_t *tags = NULL;
+    if (__atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE) > 0) {
+      /* The first chunk of the first window: one table of tags covers it. */
+      base = (uintptr_t)a->windows[0].base;
+      tags = __atomic_load_n(&sc_page_tags[base >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
+      size = tags ? SC_CHUNK_SIZE : 0;
+    }
+    const sc_je_classes *c = &sc_je_size_classes;
+    sicm_front_v2_t *f = &sc_front;
+    front_close(f);
+    f->epoch = epoch;
+    f->base = base;
+    f->tags = tags;
+    f->max = c->max;
+    f->class_of = c->bin_of;
+    f->nbins = c->nbins;
+    f->bins = cache->bins;
+    f->start_mask = c->start_mask;
+    __atomic_store_n(&f->size, size, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->arena, h, __ATOMIC_RELAXED);
   }
-  const sc_je_classes *c = &sc_je_size_classes;
-  sc_front = (sicm_front_v2_t){.arena = h, .epoch = epoch, .base = base, .size = size,
-                               .tags = tags, .max = c->max, .class_of = c->bin_of,
-                               .nbins = c->nbins, .bins = cache->bins,
-                               .start_mask = c->start_mask};
+  __atomic_store_n(&my_link.seq, my_link.seq + 1, __ATOMIC_RELEASE);
 }
 
 static int front_is(uintptr_t h) {
-  return sc_front.arena == h && sc_front.size != 0 &&
-         sc_front.epoch == __atomic_load_n(&sicm_epoch_v2, __ATOMIC_RELAXED);
+  return __atomic_load_n(&sc_front.arena, __ATOMIC_RELAXED) == h &&
+         __atomic_load_n(&sc_front.size, __ATOMIC_RELAXED) != 0;
 }
 
 /* sicm_arena_alloc beyond the front: the thread's cache of any private
@@ -116,16 +208,41 @@ static __attribute__((noinline)) void free_cached(void *ptr) {
 }
 
 /* The called functions (SICM_NO_INLINE, dlsym, Fortran, the adapters)
- * first do what the header's inline path does, with the same checks, in a
- * leaf that needs no stack frame (the front is one load from the thread
- * pointer: the library's thread-locals are initial-exec); anything else is
- * a tail call. */
+ * first serve the front as the inline path does, in a leaf that needs no
+ * stack frame (the front is one load from the thread pointer: the
+ * library's thread-locals are initial-exec); anything else is a tail call.
+ * They find a bin by the offsets of sc_je_bin_index rather than the
+ * front's tables, and do not read the epoch (see above). */
 void *sicm_arena_alloc(sicm_arena sa, size_t sz) {
-  void *p = sicm_front_alloc_v2(&sc_front, (uintptr_t)sa, sz);
-  return p != NULL ? p : arena_alloc_cached(sa, sz);
+  sicm_front_v2_t *f = &sc_front;
+  if ((uintptr_t)sa == __atomic_load_n(&f->arena, __ATOMIC_RELAXED) && sz - 1 < f->max) {
+    sc_bin *bin = (sc_bin *)((char *)f->bins + sc_je_bin_index.offset_of_size[(sz - 1) >> 3]);
+    unsigned count = bin->count;
+    if (__builtin_expect(count > 0, 1)) {
+      bin->count = count - 1;
+      return bin->slots[count - 1];
+    }
+  }
+  return arena_alloc_cached(sa, sz);
 }
 
 void sicm_free(void *ptr) {
-  if (!sicm_front_free_v2(&sc_front, ptr))
-    free_cached(ptr);
+  sicm_front_v2_t *f = &sc_front;
+  uintptr_t offset = (uintptr_t)ptr - f->base;
+  if (offset < __atomic_load_n(&f->size, __ATOMIC_RELAXED)) {
+    unsigned tag = __atomic_load_n(&f->tags[offset >> 12], __ATOMIC_RELAXED);
+    if (((uintptr_t)ptr & sc_je_bin_index.start_mask_of_tag[tag]) == 0) {
+      sc_bin *bin = (sc_bin *)((char *)f->bins + sc_je_bin_index.offset_of_tag[tag]);
+      unsigned count = bin->count;
+      /* The double-free check reads the slot below count, wrapping to the
+       * last when the bin is empty: a stale match there only sends the
+       * free to the exact check of free_cached, and a branch is saved. */
+      if (count < bin->limit && bin->slots[(count - 1) % SICM_BIN_CAP_V2] != ptr) {
+        bin->slots[count] = ptr;
+        bin->count = count + 1;
+        return;
+      }
+    }
+  }
+  free_cached(ptr);
 }

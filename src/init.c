@@ -71,9 +71,11 @@ static void fork_prepare(void) {
   sc_arenas_fork_lock();
   sc_autoplace_report_fork_lock();
   sc_check_fork_lock();
+  sc_fronts_fork_lock();
 }
 
 static void fork_release(int child) {
+  sc_fronts_fork_unlock(child);
   sc_check_fork_unlock();
   sc_autoplace_report_fork_unlock();
   sc_arenas_fork_unlock(child);

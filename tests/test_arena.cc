@@ -326,52 +326,6 @@ TEST_F(Arena, DestroyedHandleIsStaleEvenWhenTheSlotIsReused) {
   EXPECT_EQ(0, sicm_arena_destroy(b));
 }
 
-// The header's inline calls and the library's functions serve the same
-// bins: a region freed either way is the next one handed out either way.
-TEST_F(Arena, InlineAndCalledPathsShareTheThreadsBins) {
-  sicm_arena a = Create();
-  sicm_free(sicm_arena_alloc(a, 64));  // makes this thread's cache
-  void *p = (sicm_arena_alloc)(a, 64); // makes a this thread's front
-  (sicm_free)(p);
-  void *q = sicm_arena_alloc(a, 64);
-  EXPECT_EQ(p, q);
-  sicm_free(q);
-  void *r = (sicm_arena_alloc)(a, 64);
-  EXPECT_EQ(q, r);
-  EXPECT_EQ(a, sicm_arena_lookup(r));
-  sicm_free(r);
-  EXPECT_EQ(0, sicm_arena_destroy(a));
-}
-
-// A thread's front names a destroyed arena: neither the stale handle nor
-// a new arena in the same slot and window may reach its bins.
-TEST_F(Arena, InlineFrontOfADestroyedArenaIsNeverUsed) {
-  sicm_arena a = Create();
-  sicm_free(sicm_arena_alloc(a, 64));
-  void *p = (sicm_arena_alloc)(a, 64); // a is the front, p in its bin below
-  sicm_free(p);
-  ASSERT_EQ(0, sicm_arena_destroy(a));
-  errno = 0;
-  EXPECT_EQ(nullptr, sicm_arena_alloc(a, 64));
-  EXPECT_EQ(ESTALE, errno);
-  sicm_arena b = Create();
-  std::vector<void *> from_b;
-  for (int i = 0; i < 8; i++) {
-    from_b.push_back(sicm_arena_alloc(b, 64));
-    ASSERT_NE(nullptr, from_b.back());
-  }
-  sicm_arena_stats st;
-  ASSERT_EQ(0, sicm_arena_get_stats(b, &st));
-  EXPECT_GE(st.allocated, 8 * 64u) << "a region came from a's bins, not b's allocator";
-  for (void *q : from_b) sicm_free(q);
-  std::set<void *> again;
-  for (size_t i = 0; i < from_b.size(); i++) again.insert(sicm_arena_alloc(b, 64));
-  EXPECT_EQ(std::set<void *>(from_b.begin(), from_b.end()), again)
-      << "b's frees did not reach b's bins";
-  for (void *q : again) sicm_free(q);
-  EXPECT_EQ(0, sicm_arena_destroy(b));
-}
-
 // Arena A must never hand out a region of arena B, below and above
 // tcache_max (32 KiB), whether B's regions were freed by this thread or
 // another.

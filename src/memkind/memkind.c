@@ -355,8 +355,8 @@ static __thread __attribute__((tls_model("initial-exec"))) sicm_arena hbw_front;
  * only the kind is looked at here. */
 static inline int free_in_front(void *ptr, int hbw_only) {
   sicm_front_v2_t *f = &sicm_front_v2;
-  if (hbw_only && (sicm_arena)f->arena != hbw_front) {
-    sicm_arena arena = (sicm_arena)f->arena;
+  sicm_arena arena = (sicm_arena)__atomic_load_n(&f->arena, __ATOMIC_RELAXED);
+  if (hbw_only && arena != hbw_front) {
     memkind_t k = arena != NULL ? known_kind(arena) : NULL;
     if (k == NULL || k->memory != MEM_HBW)
       return 0;

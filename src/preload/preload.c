@@ -268,7 +268,8 @@ PL_EXPORT void free(void *p) {
   if (pl_fast.small) {
     /* Only a front that serves this thread's small arena may take the
      * block: a placed block must leave through its table. */
-    if (!(sicm_front_v2.arena == (uintptr_t)pl_small_mine && pl_inside == 0 &&
+    if (!(__atomic_load_n(&sicm_front_v2.arena, __ATOMIC_RELAXED) == (uintptr_t)pl_small_mine &&
+          pl_inside == 0 &&
           sicm_front_free_v2(&sicm_front_v2, p)))
       free_slow(p);
     return;
