@@ -183,14 +183,42 @@ static int alloc_flags(sc_arena *a, const sc_thread_cache *cache) {
   return cache ? cache->alloc_flags : sc_je_arena_flag(sc_je_of(a)->shards[0]) | MALLOCX_TCACHE_NONE;
 }
 
+/* Regions a miss takes from jemalloc for the bin, besides the one it
+ * returns, when the bin's limit allows twice as many: a thread's bin is
+ * then seldom empty in a run of allocations and frees, and never on the
+ * very next allocation. */
+#define SC_BIN_REFILL 3
+
+/* Fills an empty bin with up to SC_BIN_REFILL regions of its class, so
+ * that they are handed out in jemalloc's order.  A refusal is no error:
+ * the bin keeps what it got. */
+static void bin_refill(sc_thread_cache *cache, unsigned b) {
+  sc_bin *bin = &cache->bins[b];
+  if (bin->count != 0 || bin->limit < 2 * SC_BIN_REFILL)
+    return;
+  int err = errno;
+  size_t size = sc_je_size_classes.size[b];
+  void *got[SC_BIN_REFILL];
+  unsigned n = 0;
+  while (n < SC_BIN_REFILL && (got[n] = je_mallocx(size, cache->alloc_flags)) != NULL)
+    sc_page_class_set(got[n++], b);
+  while (n > 0)
+    bin->slots[bin->count++] = got[--n];
+  sc_je_hook_failed = 0;
+  errno = err;
+}
+
 void *sc_je_alloc_miss(sc_arena *a, sc_thread_cache *cache, size_t sz) {
   sc_je_hook_failed = 0;
   void *p = je_mallocx(sz, cache->alloc_flags);
   if (p == NULL && maxsize_relieve(a, cache))
     p = je_mallocx(sz, cache->alloc_flags);
-  if (p != NULL)
-    sc_page_class_set(p, sc_size_class(sz));
-  return alloc_result(p, a, sz);
+  if (p == NULL)
+    return alloc_result(p, a, sz);
+  unsigned b = sc_size_class(sz);
+  sc_page_class_set(p, b);
+  bin_refill(cache, b);
+  return p;
 }
 
 /* calloc's zeroing.  A block comes from the same caches as any other and
