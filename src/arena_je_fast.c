@@ -87,10 +87,8 @@ void sc_fronts_fork_unlock(int child) {
       my_link.prev = my_link.next = &fronts;
       fronts.next = fronts.prev = &my_link;
     }
-    pthread_mutex_init(&fronts_lock, NULL);
-    return;
   }
-  pthread_mutex_unlock(&fronts_lock);
+  pthread_mutex_unlock(&fronts_lock); /* the forking thread holds it */
 }
 
 /* Makes the cache of the arena with handle h this thread's front; left
