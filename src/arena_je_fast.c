@@ -14,7 +14,9 @@
  * A destroy closes every thread's front (sc_fronts_close), so the called
  * path trusts an open front without reading sicm_epoch_v2, which the
  * header's inline path, built into programs, still checks. */
-#include <sched.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "arena_je.h"
 
@@ -22,17 +24,37 @@ SC_TLS sicm_front_v2_t sc_front;
 extern SC_TLS sicm_front_v2_t sicm_front_v2
     __attribute__((alias("sc_front"), visibility("default")));
 
-/* A thread's place in the list of fronts.  seq is odd while the thread
- * sets its front: a destroy waits for it to turn even before closing. */
+/* A thread's place in the list of fronts. */
 typedef struct front_link {
   struct front_link *prev, *next;
   sicm_front_v2_t *front;
-  unsigned seq;
 } front_link;
 
 static SC_TLS front_link my_link;
 static pthread_mutex_t fronts_lock = PTHREAD_MUTEX_INITIALIZER;
-static front_link fronts = {&fronts, &fronts, NULL, 0};
+static front_link fronts = {&fronts, &fronts, NULL};
+
+/* A thread setting its front writes it, then reads whether the arena
+ * lives; a destroy marks the arena dead, then closes every front.  With a
+ * full barrier on each side between the two steps, either the thread sees
+ * the arena dead (and closes its own front) or the destroy's close lands
+ * after the thread's writes.  A thread switches fronts whenever it
+ * alternates arenas, a destroy is rare: so, where the kernel offers it, the
+ * destroy makes the barrier on every thread of the process at once
+ * (membarrier) and a thread setting its front needs only the compiler's.
+ * Set under fronts_lock when the first thread links its front. */
+static int fronts_membarrier = -1; /* -1: not tried; 0: not available */
+
+static int membarrier(int cmd) { return (int)syscall(SYS_membarrier, cmd, 0, 0); }
+
+/* The barrier a thread makes between writing its front and reading
+ * whether the arena lives. */
+static inline void front_set_barrier(void) {
+  if (__atomic_load_n(&fronts_membarrier, __ATOMIC_RELAXED) == 1)
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 
 /* The front's two gates, the arena for alloc and the size for free, both
  * shut; written by the owner and by any destroy. */
@@ -43,6 +65,12 @@ static void front_close(sicm_front_v2_t *f) {
 
 static void front_link_add(void) {
   pthread_mutex_lock(&fronts_lock);
+  if (fronts_membarrier < 0) {
+    int err = errno;
+    __atomic_store_n(&fronts_membarrier, membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0,
+                     __ATOMIC_RELAXED);
+    errno = err;
+  }
   my_link.front = &sc_front;
   my_link.prev = &fronts;
   my_link.next = fronts.next;
@@ -63,23 +91,24 @@ void sc_front_exit(void) {
   sc_front = (sicm_front_v2_t){0};
 }
 
-/* The caller has marked the arena dead (live_generation).  Either a thread
- * setting its front sees that after its fence, or this sees the thread's
- * odd seq after its own and waits: no front opens on the dead arena. */
+/* The caller has marked the arena dead (live_generation); see
+ * fronts_membarrier for why no front stays open on it. */
 void sc_fronts_close(void) {
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
   pthread_mutex_lock(&fronts_lock);
-  for (front_link *l = fronts.next; l != &fronts; l = l->next) {
-    while (__atomic_load_n(&l->seq, __ATOMIC_ACQUIRE) & 1)
-      sched_yield(); /* the owner is between two stores of its own */
+  /* Every thread that relies on the membarrier linked its front after
+   * fronts_membarrier was set, under this lock. */
+  if (fronts_membarrier != 1 || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  for (front_link *l = fronts.next; l != &fronts; l = l->next)
     front_close(l->front);
-  }
   pthread_mutex_unlock(&fronts_lock);
 }
 
 void sc_fronts_fork_lock(void) { pthread_mutex_lock(&fronts_lock); }
 
-/* The child has one thread: the others' fronts are gone with them. */
+/* The child has one thread: the others' fronts are gone with them.  Its
+ * registration for membarrier is made again (it belongs to the address
+ * space); without it the child's threads make full fences. */
 void sc_fronts_fork_unlock(int child) {
   if (child) {
     fronts.next = fronts.prev = &fronts;
@@ -87,24 +116,25 @@ void sc_fronts_fork_unlock(int child) {
       my_link.prev = my_link.next = &fronts;
       fronts.next = fronts.prev = &my_link;
     }
+    if (fronts_membarrier == 1) {
+      int err = errno;
+      fronts_membarrier = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+      errno = err;
+    }
   }
   pthread_mutex_unlock(&fronts_lock); /* the forking thread holds it */
 }
 
 /* Makes the cache of the arena with handle h this thread's front; left
- * empty when the arena died meanwhile (the epoch is read first, so a
- * destroy after the check leaves the front stale, not wrong). */
+ * closed when the arena died meanwhile (the epoch is read first, so that
+ * to the inline path a destroy after the check leaves the front stale). */
 static void front_set(sc_arena *a, uintptr_t h, sc_thread_cache *cache) {
   if (__builtin_expect(sc_check_on, 0))
     return; /* every call reaches the entry points, which check */
   if (my_link.front == NULL)
     front_link_add();
-  __atomic_store_n(&my_link.seq, my_link.seq + 1, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
   uint64_t epoch = __atomic_load_n(&sicm_epoch_v2, __ATOMIC_ACQUIRE);
-  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != cache->generation) {
-    front_close(&sc_front);
-  } else {
+  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == cache->generation) {
     uintptr_t base = 0, size = 0;
     const uint8_t *tags = NULL;
     if (__atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE) > 0) {
@@ -115,7 +145,6 @@ static void front_set(sc_arena *a, uintptr_t h, sc_thread_cache *cache) {
     }
     const sc_je_classes *c = &sc_je_size_classes;
     sicm_front_v2_t *f = &sc_front;
-    front_close(f);
     f->epoch = epoch;
     f->base = base;
     f->tags = tags;
@@ -126,8 +155,11 @@ static void front_set(sc_arena *a, uintptr_t h, sc_thread_cache *cache) {
     f->start_mask = c->start_mask;
     __atomic_store_n(&f->size, size, __ATOMIC_RELAXED);
     __atomic_store_n(&f->arena, h, __ATOMIC_RELAXED);
+    front_set_barrier();
+    if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == cache->generation)
+      return;
   }
-  __atomic_store_n(&my_link.seq, my_link.seq + 1, __ATOMIC_RELEASE);
+  front_close(&sc_front);
 }
 
 static int front_is(uintptr_t h) {
