@@ -20,6 +20,21 @@
 #define SICM_API
 #endif
 
+/* Marks the calls made once per allocation.  A position-independent
+ * program (the default with Debian's GCC) calls them through its GOT, as
+ * -fno-plt would, rather than through a PLT stub: the stub is a second
+ * indirect jump per call, and with it the cost of the same call varied
+ * from one process to the next.  The GOT entries are bound at load.  Define
+ * SICM_PER_CALL empty to keep the PLT. */
+#if defined(__GNUC__) && defined(__has_attribute) && !defined(SICM_PER_CALL)
+#if __has_attribute(noplt)
+#define SICM_PER_CALL __attribute__((noplt))
+#endif
+#endif
+#ifndef SICM_PER_CALL
+#define SICM_PER_CALL
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -339,17 +354,17 @@ SICM_API int sicm_arena_destroy(sicm_arena sa);
  *           arena's devices could ever hold (their capacity — all memory
  *           for SICM_ARENA_PREFERRED — plus swap; e.g. SIZE_MAX), or
  *           memory is exhausted. */
-SICM_API void *sicm_arena_alloc(sicm_arena sa, size_t sz);
+SICM_API SICM_PER_CALL void *sicm_arena_alloc(sicm_arena sa, size_t sz);
 
 /* As sicm_arena_alloc(), aligned to `alignment` bytes (arguments in the
  * order of C11 aligned_alloc); EINVAL also when alignment is not a power
  * of two. */
-SICM_API void *sicm_arena_aligned_alloc(sicm_arena sa, size_t alignment, size_t sz);
+SICM_API SICM_PER_CALL void *sicm_arena_aligned_alloc(sicm_arena sa, size_t alignment, size_t sz);
 
 /* As sicm_arena_alloc() for n * sz zeroed bytes; ENOMEM when n * sz
  * overflows, EINVAL when it is 0.  From 1 MiB, whole pages are zeroed by
  * dropping them (a zero page on the arena's devices at first touch). */
-SICM_API void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz);
+SICM_API SICM_PER_CALL void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz);
 
 /* Resize `ptr` within the arena it belongs to (contents kept up to the
  * smaller size; it may move).  ptr NULL allocates from the calling thread's
@@ -358,12 +373,12 @@ SICM_API void *sicm_arena_calloc(sicm_arena sa, size_t n, size_t sz);
  *   EINVAL  ptr belongs to no arena, is not where an allocation starts
  *           (see sicm_free()), or sz is 0;
  *   ENOMEM  as sicm_arena_alloc(). */
-SICM_API void *sicm_realloc(void *ptr, size_t sz);
+SICM_API SICM_PER_CALL void *sicm_realloc(void *ptr, size_t sz);
 
 /* As sicm_realloc(), but `ptr` must belong to arena `sa` (NULL: allocate
  * from sa).  EINVAL also when ptr belongs to another arena: it stays there,
  * valid and unchanged. */
-SICM_API void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
+SICM_API SICM_PER_CALL void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
 
 /* Free memory from any arena.  NULL does nothing.  A pointer that no arena
  * owns (glibc malloc, stack, ...) is not freed: errno is set to EINVAL and
@@ -381,17 +396,17 @@ SICM_API void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz);
  * no check short of a record of every block tells the two apart: that is
  * the checking mode (SICM_CHECK=1 in sicm(7), or --enable-checking), which
  * stops the process with one line and abort() at any such free or resize. */
-SICM_API void sicm_free(void *ptr);
+SICM_API SICM_PER_CALL void sicm_free(void *ptr);
 
 /* Usable size of an allocation (at least the size asked for).  Returns it,
  * or 0 with errno EINVAL when ptr is NULL, belongs to no arena, or is not
  * where an allocation starts (see sicm_free()). */
-SICM_API size_t sicm_usable_size(const void *ptr);
+SICM_API SICM_PER_CALL size_t sicm_usable_size(const void *ptr);
 
 /* The arena that owns the address `ptr` (any byte of an allocation), or
  * NULL when no arena does (errno is not changed).  O(1) and lock-free;
  * never faults, whatever the pointer. */
-SICM_API sicm_arena sicm_arena_lookup(const void *ptr);
+SICM_API SICM_PER_CALL sicm_arena sicm_arena_lookup(const void *ptr);
 
 /* Bytes the arena holds: memory it has committed for data, never more than
  * its maxsize.  That includes freed memory the allocator keeps for reuse:
@@ -423,7 +438,7 @@ SICM_API sicm_arena sicm_arena_get_default(void);
 
 /* Allocate from the calling thread's default arena.  NULL with errno as
  * sicm_arena_alloc() or sicm_arena_get_default(). */
-SICM_API void *sicm_alloc(size_t sz);
+SICM_API SICM_PER_CALL void *sicm_alloc(size_t sz);
 
 /* The live arenas created with sicm_arena_create*(): writes up to `max` to
  * `out` and returns how many there are, or -1 with errno EINVAL (out NULL

@@ -144,7 +144,7 @@ def page(version, page_name, summary, title, body, header, others, example):
     decls, types = [], []
     for comment, code in items(body):
         if code.startswith("SICM_API") and "extern" not in code.split("(")[0]:
-            decls.append((comment, re.sub(r"\s+", " ", code.replace("SICM_API ", ""))))
+            decls.append((comment, re.sub(r"\s+", " ", code.replace("SICM_API ", "").replace("SICM_PER_CALL ", ""))))
         elif code or comment:
             types.append((comment, code))
     names = [function_name(code) for _, code in decls]
