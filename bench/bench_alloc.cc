@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // bench_alloc.cc: the cost of allocation — a pair at sizes from 16 B to
 // 64 MiB, random sizes among 10,000 live blocks, blocks handed from one
-// thread to another — and of a pointer lookup, libsicm against its peers in
-// the same run: jemalloc (the process malloc), tcmalloc, mimalloc and glibc
-// (loaded by name), memkind, numa_alloc_onnode, and lanl/SICM's
-// uncached-arena approach.
+// thread to another, two arenas alternated — and of a pointer lookup,
+// libsicm against its peers in the same run: jemalloc (the process malloc),
+// tcmalloc, mimalloc and glibc (loaded by name), memkind,
+// numa_alloc_onnode, and lanl/SICM's uncached-arena approach.
 #include <benchmark/benchmark.h>
 #include <jemalloc/jemalloc.h>
 #include <numa.h>
@@ -223,6 +223,55 @@ void BM_pair_numa_alloc_onnode(benchmark::State &state) {
 }
 BENCHMARK(BM_pair_numa_alloc_onnode)->Arg(64)->Arg(4096)->Threads(1)->Threads(2)->UseRealTime();
 
+// Two arenas alternated: each allocation names the other arena than the
+// one before, as when two groups of data are built interleaved, or the
+// preload's per-site arenas serve calls from alternating sites.  One
+// iteration is a 64-byte pair in each arena.  The peer is jemalloc with
+// two arenas, each reached through an explicit tcache of its own (what
+// libsicm makes per thread and arena); such a tcache serves one thread.
+sicm_arena alternate_arenas[2];
+unsigned alternate_je_arenas[2];
+
+template <bool Called>
+void BM_alternate_sicm(benchmark::State &state) {
+  for (auto _ : state) {
+    for (sicm_arena a : alternate_arenas) {
+      void *p = Called ? (sicm_arena_alloc)(a, 64) : sicm_arena_alloc(a, 64);
+      benchmark::DoNotOptimize(p);
+      if (Called)
+        (sicm_free)(p);
+      else
+        sicm_free(p);
+    }
+  }
+}
+void BM_alternate_sicm_inline(benchmark::State &state) { BM_alternate_sicm<false>(state); }
+void BM_alternate_sicm_call(benchmark::State &state) { BM_alternate_sicm<true>(state); }
+BENCHMARK(BM_alternate_sicm_inline)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_alternate_sicm_call)->Threads(1)->Threads(2)->UseRealTime();
+
+void BM_alternate_jemalloc_tcaches(benchmark::State &state) {
+  unsigned tcaches[2];
+  int flags[2];
+  for (int i = 0; i < 2; i++) {
+    size_t len = sizeof tcaches[i];
+    if (mallctl("tcache.create", &tcaches[i], &len, nullptr, 0) != 0) {
+      state.SkipWithError("tcache.create failed");
+      return;
+    }
+    flags[i] = MALLOCX_ARENA(alternate_je_arenas[i]) | MALLOCX_TCACHE(tcaches[i]);
+  }
+  for (auto _ : state) {
+    for (int f : flags) {
+      void *p = mallocx(64, f);
+      benchmark::DoNotOptimize(p);
+      dallocx(p, f);
+    }
+  }
+  for (unsigned &tcache : tcaches) mallctl("tcache.destroy", nullptr, nullptr, &tcache, sizeof tcache);
+}
+BENCHMARK(BM_alternate_jemalloc_tcaches)->Threads(1)->Threads(2)->UseRealTime();
+
 // Pointer -> arena with N live arenas, pointers drawn from all of them.
 void BM_lookup_sicm(benchmark::State &state) {
   const int narenas = state.range(0);
@@ -271,10 +320,17 @@ int main(int argc, char **argv) {
     return 1;
   }
   size_t len = sizeof lanl_arena_index;
-  if (mallctl("arenas.create", &lanl_arena_index, &len, nullptr, 0) != 0) {
+  if (mallctl("arenas.create", &lanl_arena_index, &len, nullptr, 0) != 0 ||
+      mallctl("arenas.create", &alternate_je_arenas[0], &len, nullptr, 0) != 0 ||
+      mallctl("arenas.create", &alternate_je_arenas[1], &len, nullptr, 0) != 0) {
     fprintf(stderr, "bench_alloc: arenas.create failed\n");
     return 1;
   }
+  for (sicm_arena &a : alternate_arenas)
+    if ((a = sicm_arena_create(0, sicm_device_of_node(sicm_node_self(), 0))) == nullptr) {
+      fprintf(stderr, "sicm_arena_create: %s\n", sicm_error_detail());
+      return 1;
+    }
   // The peer is only meaningful if malloc really is jemalloc's.
   uint64_t before = 0, after = 0;
   size_t sz = sizeof before;
@@ -295,6 +351,7 @@ int main(int argc, char **argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   sicm_arena_destroy(shared_arena);
+  for (sicm_arena a : alternate_arenas) sicm_arena_destroy(a);
   sicm_fini();
   return 0;
 }

@@ -3,7 +3,8 @@
 """ratios.py: turns the JSON of bench_alloc into the
 tables of BENCHMARKS.md, each ratio from benchmarks of one run: the
 alloc+free pair by size, random sizes among 10,000 live blocks, blocks
-handed from one thread to another, and pointer lookups."""
+handed from one thread to another, two arenas alternated, and pointer
+lookups."""
 import json
 import sys
 
@@ -45,6 +46,14 @@ def main():
     out.append(row(t, "BM_random", "/threads:1", "random 16 B-4 KiB, 10,000 live, 1"))
     out.append(row(t, "BM_random", "/threads:2", "random 16 B-4 KiB, 10,000 live, 2"))
     out.append(row(t, "BM_handoff", "/threads:2", "64 B allocated by one thread, freed by another"))
+    out += ["", "| two arenas alternated, threads | sicm ns per pair | sicm_call ns | jemalloc, a tcache per arena, ns "
+            "| sicm / jemalloc | sicm_call / jemalloc |", "|---|---|---|---|---|---|"]
+    for threads in (1, 2):
+        # One iteration is a pair in each arena.
+        s, c, j = (t.get(f"BM_alternate_{n}/threads:{threads}") for n in ("sicm_inline", "sicm_call", "jemalloc_tcaches"))
+        per = lambda v: "-" if v is None else f"{v / 2:.2f}"
+        ratio = lambda a: "-" if a is None or j is None else f"{a / j:.2f}x"
+        out.append(f"| 64 B, {threads} | {per(s)} | {per(c)} | {per(j)} | **{ratio(s)}** | **{ratio(c)}** |")
     out += ["", "| live arenas | sicm_arena_lookup ns |", "|---|---|"]
     for n in (1, 10, 100, 1000):
         v = t.get(f"BM_lookup_sicm/{n}")
