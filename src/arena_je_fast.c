@@ -45,7 +45,13 @@ static front_link fronts = {&fronts, &fronts, NULL};
  * Set under fronts_lock when the first thread links its front. */
 static int fronts_membarrier = -1; /* -1: not tried; 0: not available */
 
-static int membarrier(int cmd) { return (int)syscall(SYS_membarrier, cmd, 0, 0); }
+/* The library's calls leave errno as they found it on success. */
+static int membarrier(int cmd) {
+  int err = errno;
+  int r = (int)syscall(SYS_membarrier, cmd, 0, 0);
+  errno = err;
+  return r;
+}
 
 /* The barrier a thread makes between writing its front and reading
  * whether the arena lives. */
@@ -65,12 +71,9 @@ static void front_close(sicm_front_v2_t *f) {
 
 static void front_link_add(void) {
   pthread_mutex_lock(&fronts_lock);
-  if (fronts_membarrier < 0) {
-    int err = errno;
+  if (fronts_membarrier < 0)
     __atomic_store_n(&fronts_membarrier, membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0,
                      __ATOMIC_RELAXED);
-    errno = err;
-  }
   my_link.front = &sc_front;
   my_link.prev = &fronts;
   my_link.next = fronts.next;
@@ -116,11 +119,8 @@ void sc_fronts_fork_unlock(int child) {
       my_link.prev = my_link.next = &fronts;
       fronts.next = fronts.prev = &my_link;
     }
-    if (fronts_membarrier == 1) {
-      int err = errno;
+    if (fronts_membarrier == 1)
       fronts_membarrier = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
-      errno = err;
-    }
   }
   pthread_mutex_unlock(&fronts_lock); /* the forking thread holds it */
 }
