@@ -20,7 +20,7 @@ SPDX = "SPDX-License-Identifier: BSD-3-Clause"
 # Written first in every page but the .so links (man reads those only when
 # .so is their first line).
 ROFF_SPDX = '.\\" ' + SPDX
-HEADERS = ["include/sicm.h", "include/sicm_shared.h", "include/sicm_fixed.h", "include/sicm_upkeep.h",
+HEADERS = ["include/sicm.h", "include/sicm_migration.h", "include/sicm_shared.h", "include/sicm_fixed.h", "include/sicm_upkeep.h",
            "include/sicm_allocator.h",
            "include/sicm_autoplace.h"]
 # Banner title prefix -> (page, one-line summary for NAME).
