@@ -356,6 +356,10 @@ int sicm_arena_set_default(sicm_arena sa) {
   return 0;
 }
 
+static sc_kind_create_fn default_kind_create;
+
+void sc_arenas_set_default_kind(sc_kind_create_fn create) { default_kind_create = create; }
+
 static sicm_arena default_of_node(int node) {
   if (node < 0 || node >= SC_NODES_MAX)
     return sc_fail_null(EINVAL, "node %d has no default arena", node);
@@ -368,7 +372,11 @@ static sicm_arena default_of_node(int node) {
   sa = library_defaults[node];
   if (sa == NULL || sc_arena_resolve(sa) == NULL) {
     sicm_device *dev = sicm_device_of_node(node, 0);
-    sa = dev ? sc_je_arena_create(0, &dev, 1, SICM_ARENA_PREFERRED, 1) : NULL;
+    sa = NULL;
+    if (dev != NULL && default_kind_create == NULL)
+      sc_fail(ENOSYS, "no kind of arena is set to make the default arenas");
+    else if (dev != NULL)
+      sa = default_kind_create(0, &dev, 1, SICM_ARENA_PREFERRED, 1);
     if (sa != NULL)
       __atomic_store_n(&library_defaults[node], sa, __ATOMIC_RELEASE);
   }

@@ -236,10 +236,13 @@ void sc_arena_set_pool(sicm_arena sa, sc_pool *pool);
  * caches cannot serve. */
 void *sc_arena_alloc_any(sicm_arena sa, size_t sz);
 void sc_free_any(void *ptr);
-/* The private kind's creation (arena_je.c): what sicm_arena_create_devices()
- * does, plus the library_default mark; the default kind of arena. */
-sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
-                              unsigned flags, int library_default);
+/* How the library's default arenas are made: a kind's creation, as
+ * sicm_arena_create_devices() plus the library_default mark.  init.c sets
+ * it to the private kind's before any arena exists, so that this layer
+ * names no kind. */
+typedef sicm_arena (*sc_kind_create_fn)(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
+                                        unsigned flags, int library_default);
+void sc_arenas_set_default_kind(sc_kind_create_fn create);
 /* 0 when no arena of the program is live, else -1 with EBUSY: the last
  * sicm_fini asks before it stops anything. */
 int sc_arenas_none_live(void);

@@ -117,6 +117,10 @@ extern sc_je_bins_by sc_je_bin_index;
 int sc_je_classes_init(void);
 /* Starts jemalloc (and so registers its fork handlers) if nothing has. */
 void sc_je_start(void);
+/* The private kind's creation: what sicm_arena_create_devices() does,
+ * plus the library_default mark (sc_arenas_set_default_kind). */
+sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned ndevs,
+                              unsigned flags, int library_default);
 
 /* The bin of a size in 1 .. sc_je_size_classes.max. */
 static inline unsigned sc_size_class(size_t size) {

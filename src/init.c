@@ -99,6 +99,7 @@ static int fork_registered;
 
 __attribute__((constructor)) static void fork_register(void) {
   sc_je_start();
+  sc_arenas_set_default_kind(sc_je_arena_create);
   fork_registered = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 }
 
