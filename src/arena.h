@@ -102,7 +102,7 @@ typedef struct sc_arena_ops {
    * places it, and giving both up. */
   uint64_t (*rate_share)(sc_arena *a, uint64_t per_second, unsigned interval_ms);
   int (*placer_claim)(sc_arena *a);
-  void (*autoplace_release)(sc_arena *a);
+  void (*placer_release)(sc_arena *a);
 } sc_arena_ops;
 
 struct sc_arena {

@@ -555,11 +555,11 @@ static void autoplace_release_all(void) {
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
     uint64_t generation = placer.tracks[slot].generation;
-    if (a == NULL || generation == 0 || a->ops->autoplace_release == NULL)
+    if (a == NULL || generation == 0 || a->ops->placer_release == NULL)
       continue;
     pthread_mutex_lock(&a->migrate_lock);
     if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == generation)
-      a->ops->autoplace_release(a);
+      a->ops->placer_release(a);
     pthread_mutex_unlock(&a->migrate_lock);
   }
 }

@@ -243,7 +243,7 @@ uint64_t sc_shm_rate_share(sc_arena *a, uint64_t per_second, unsigned interval_m
  * another live one does. */
 int sc_shm_placer_claim(sc_arena *a);
 /* Gives up this process's rate slot and placing (placer stop, detach). */
-void sc_shm_autoplace_release(sc_arena *a);
+void sc_shm_placer_release(sc_arena *a);
 
 /* ---- shared_heap.c ---- */
 /* Lays out an empty heap in a zeroed segment of s->size bytes, the locks

@@ -73,7 +73,7 @@ int sc_shm_placer_claim(sc_arena *a) {
                                      __ATOMIC_ACQUIRE);
 }
 
-void sc_shm_autoplace_release(sc_arena *a) {
+void sc_shm_placer_release(sc_arena *a) {
   sc_shm_header *h = sc_shared_of(a)->header;
   uint64_t me = sc_shm_self_id(), expected = me;
   __atomic_compare_exchange_n(&h->placer, &expected, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);

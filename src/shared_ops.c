@@ -150,7 +150,7 @@ static int shared_stats(sc_arena *a, sicm_arena_stats *out) {
  * the other processes. */
 static int shared_close(sc_arena *a) {
   sc_shm_cache_close(a);
-  sc_shm_autoplace_release(a);
+  sc_shm_placer_release(a);
   return 0;
 }
 
@@ -170,5 +170,5 @@ const sc_arena_ops sc_shm_ops = {
     .move_flag = MPOL_MF_MOVE_ALL, /* pages other processes map too */
     .rate_share = sc_shm_rate_share,
     .placer_claim = sc_shm_placer_claim,
-    .autoplace_release = sc_shm_autoplace_release,
+    .placer_release = sc_shm_placer_release,
 };
