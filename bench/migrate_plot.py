@@ -44,10 +44,8 @@ def table(header, rows):
     return md
 
 
-def main():
-    times = medians(sys.argv[1])
-    prefix = sys.argv[2]
-    before = medians(sys.argv[3]) if len(sys.argv) > 3 else {}
+def ratio_rows(times, before):
+    """(case, huge, log2 bytes, migrate GB/s, memmove GB/s, ratio, us, before us)."""
     rows = []
     for key, (t, _) in sorted(times.items()):
         if key[0] != "BM_migrate" or ("BM_memmove",) + key[1:] not in times:
@@ -57,21 +55,24 @@ def main():
         old = before.get(key, (0, None))[0]
         rows.append((case, huge, lg, (1 << lg) / t / 1e9, (1 << lg) / mm / 1e9, mm / t,
                      t * 1e6, old * 1e6))
-    with open(prefix + ".csv", "w") as f:
-        f.write("case,huge,log2_bytes,migrate_GBps,memmove_GBps,ratio,migrate_us,before_us\n")
-        for r in rows:
-            f.write("%d,%d,%d,%.4f,%.4f,%.3f,%.1f,%.1f\n" % r)
+    return rows
+
+
+def ratio_table(rows):
     md = ["Ratio memmove time / migration time:", ""]
     lgs = sorted({r[2] for r in rows})
     md += table(["case", "pages"] + ["2^%d" % lg for lg in lgs],
                 [[CASES[c], PAGES[h]] + ["%.2fx" % r[5] for r in rows if r[0] == c and r[1] == h]
                  for c in range(3) for h in range(2)
                  if any(r[0] == c and r[1] == h for r in rows)])
+    return md
 
+
+def fixed_cost_table(times, before):
     def micros(src, key):
         return "%.0f" % (src[key][0] * 1e6) if key in src else "-"
-    md += ["", "Time per move, microseconds (the fixed cost)%s:" %
-           ("; before -> after" if before else ""), ""]
+    md = ["", "Time per move, microseconds (the fixed cost)%s:" %
+          ("; before -> after" if before else ""), ""]
     small_rows = []
     for c in range(3):
         for h in range(2):
@@ -83,7 +84,11 @@ def main():
             small_rows.append([CASES[c], PAGES[h]] + cells)
     md += table(["case", "pages", "empty"] + ["%d KiB" % (1 << (lg - 10)) for lg in SMALL],
                 small_rows)
-    method_rows = []
+    return md
+
+
+def method_and_stall_tables(times):
+    md, method_rows = [], []
     for m in range(3):
         for threads in (1, 2):
             cells = []
@@ -106,12 +111,10 @@ def main():
         md += ["", "A thread writing a 64 MiB arena during its move 0->2:", ""]
         md += table(["pages", "move, ms", "longest stall, ms", "share of the move stalled"],
                     stall_rows)
-    with open(prefix + ".md", "w") as f:
-        f.write("\n".join(md) + "\n")
-    print("\n".join(md))
-    if not shutil.which("gnuplot"):
-        print("gnuplot not found: no plot (apt-get install gnuplot-nox)", file=sys.stderr)
-        return
+    return md
+
+
+def plot(prefix, before):
     script = ["set terminal png size 1500,1400", "set output '%s.png'" % prefix,
               "set datafile separator ','",
               "set multiplot layout 3,3 title 'Arena migration vs memmove (medians, TCG guest)'",
@@ -140,6 +143,25 @@ def main():
     script.append("unset multiplot")
     subprocess.run(["gnuplot"], input="\n".join(script), text=True, check=True)
     print("plot: %s.png" % prefix)
+
+
+def main():
+    times = medians(sys.argv[1])
+    prefix = sys.argv[2]
+    before = medians(sys.argv[3]) if len(sys.argv) > 3 else {}
+    rows = ratio_rows(times, before)
+    with open(prefix + ".csv", "w") as f:
+        f.write("case,huge,log2_bytes,migrate_GBps,memmove_GBps,ratio,migrate_us,before_us\n")
+        for r in rows:
+            f.write("%d,%d,%d,%.4f,%.4f,%.3f,%.1f,%.1f\n" % r)
+    md = ratio_table(rows) + fixed_cost_table(times, before) + method_and_stall_tables(times)
+    with open(prefix + ".md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md))
+    if not shutil.which("gnuplot"):
+        print("gnuplot not found: no plot (apt-get install gnuplot-nox)", file=sys.stderr)
+        return
+    plot(prefix, before)
 
 
 if __name__ == "__main__":
