@@ -119,6 +119,16 @@ typedef struct sicm_autoplace_config {
  * NULL) or EPERM (not initialized), or ENODEV (no device). */
 SICM_API int sicm_autoplace_config_init(sicm_autoplace_config *c);
 
+/* Fill c as SICM_AUTOPLACE's text would: the defaults of
+ * sicm_autoplace_config_init(), then the settings of `text` (sicm(7),
+ * SETTINGS: "fast=2,budget=2G,interval=500ms"; "on" or "1": the defaults
+ * alone), checked as sicm_autoplace_start() checks them.  For a runtime
+ * that takes the placer's settings from its own users.  Returns 0, or -1
+ * with errno EINVAL (c or text NULL, or a setting that does not parse or
+ * check; sicm_error_detail() names it), EPERM or ENODEV (as
+ * sicm_autoplace_config_init()). */
+SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *text);
+
 /* Start the placer: a thread that each interval measures every arena that
  * takes part, ranks them by referenced bytes per resident byte, picks the
  * set that fits the budget, and moves arenas onto and off the fast tier

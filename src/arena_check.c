@@ -36,12 +36,9 @@ static live_block *blocks;
 static size_t capacity, used; /* used counts tombstones too */
 
 void sc_check_setup(void) {
-  static const char *const onoff[] = {"0", "1", NULL};
 #ifndef SICM_ALWAYS_CHECK
-  if (sc_env_choice("SICM_CHECK", onoff, 0, "0 or 1") == 1)
+  if (sc_env_switch("SICM_CHECK", 0))
     __atomic_store_n(&sc_check_on, 1, __ATOMIC_RELEASE);
-#else
-  (void)onoff;
 #endif
 }
 

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "autoplace.h"
+#include "base_settings.h"
 
 enum {
   MIN_STAY = 2,      /* intervals an arena stays after a move */
@@ -71,26 +72,6 @@ static void track_home(autoplace_track *t, sc_arena *a, sicm_device *const *devs
   t->nhome = sc_autoplace_home(a, devs, n, &placer.fast_nodes, t->home, &t->home_flags);
 }
 
-static void decision_record(unsigned slot, sc_arena *a, int from, int to, int error,
-                          const sicm_migration_report *r, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
-
-static void decision_record(unsigned slot, sc_arena *a, int from, int to, int error,
-                          const sicm_migration_report *r, const char *fmt, ...) {
-  sc_autoplace_decision d = {.unix_ns = sc_clock_ns(CLOCK_REALTIME), .slot = slot, .from_node = from,
-                   .to_node = to, .error = error};
-  sc_arena_name_copy(a, d.name);
-  if (r != NULL) {
-    d.bytes = r->bytes_moved;
-    d.ns = r->nanoseconds;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(d.why, sizeof d.why, fmt, ap);
-  va_end(ap);
-  sc_autoplace_decision_keep(&d);
-}
-
 /* Moves the arena of slot `slot` on or off the fast tier; 0 or -1. */
 static int autoplace_move(unsigned slot, int promote, const char *why) {
   autoplace_track *t = &placer.tracks[slot];
@@ -140,10 +121,10 @@ static int autoplace_move(unsigned slot, int promote, const char *why) {
     t->rates.moves_out++;
   __atomic_fetch_add(rc ? &placer.totals.moves_failed : &placer.totals.moves, 1, __ATOMIC_RELAXED);
   if (rc)
-    decision_record(slot, a, from[0]->node, to[0]->node, err, &report, "%s; refused: %s", why,
+    sc_autoplace_decision_record(slot, a, from[0]->node, to[0]->node, err, &report, "%s; refused: %s", why,
                   sicm_error_detail());
   else
-    decision_record(slot, a, from[0]->node, to[0]->node, 0, &report, "%s", why);
+    sc_autoplace_decision_record(slot, a, from[0]->node, to[0]->node, 0, &report, "%s", why);
   return rc;
 }
 
@@ -225,7 +206,7 @@ static sc_arena *track_arena(unsigned slot, uint64_t *generation, sicm_device **
   uint64_t moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
   if (moves != t->program_moves) { /* migrate.c pinned it */
     t->program_moves = moves;
-    decision_record(slot, a, -1, devs[0]->node, 0, NULL, "the program moved it: pinned");
+    sc_autoplace_decision_record(slot, a, -1, devs[0]->node, 0, NULL, "the program moved it: pinned");
   }
   return a;
 }
@@ -284,7 +265,7 @@ static int placed_here(unsigned slot, sc_arena *a, uint64_t generation, int node
   int mine = a->ops->placer_claim(a);
   pthread_mutex_unlock(&a->migrate_lock);
   if (!mine && !t->placed_elsewhere)
-    decision_record(slot, a, -1, node, 0, NULL, "shared: another process's placer places it");
+    sc_autoplace_decision_record(slot, a, -1, node, 0, NULL, "shared: another process's placer places it");
   t->placed_elsewhere = !mine;
   return mine;
 }
@@ -494,19 +475,7 @@ static int placer_start(const sicm_autoplace_config *c) {
     placer_free();
     return -1;
   }
-  placer.config = *c;
-  if (placer.config.ndevices == 0 && sicm_autoplace_config_init(&placer.config) == 0) {
-    placer.config.budget = c->budget;
-    placer.config.reserve = c->reserve;
-    placer.config.interval_ms = c->interval_ms;
-    placer.config.half_life = c->half_life;
-    placer.config.arenas = c->arenas;
-    placer.config.monitor_only = c->monitor_only;
-    placer.config.cpu_share = c->cpu_share;
-  }
-  if (placer.config.cpu_share == 0) /* 0: the default */
-    placer.config.cpu_share = SC_AUTOPLACE_CPU_DEFAULT;
-  if (placer.config.ndevices == 0) {
+  if (sc_autoplace_config_complete(c, &placer.config) != 0) {
     placer_free();
     return -1;
   }
@@ -588,10 +557,11 @@ int sicm_autoplace_stop(void) { return placer_stop(); }
 
 void sc_autoplace_setup(void) {
   const char *text = sc_env_get("SICM_AUTOPLACE");
-  if (text == NULL || strcmp(text, "0") == 0 || strcmp(text, "off") == 0)
+  int on;
+  if (text == NULL || (sc_setting_bool(text, &on) == 0 && !on))
     return;
   sicm_autoplace_config c;
-  int rc = sc_autoplace_config_parse(text, &c);
+  int rc = sicm_autoplace_config_parse(&c, text);
   if (rc == 0) {
     pthread_mutex_lock(&placer.lock);
     rc = placer_start(&c);

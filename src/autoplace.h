@@ -82,8 +82,10 @@ unsigned sc_plan(sc_plan_arena *a, unsigned n, const sc_plan_params *p, unsigned
 /* ---- autoplace_conf.c ---- */
 /* The checks of sicm_autoplace_start(): 0, or -1 with errno and words. */
 int sc_autoplace_config_check(const sicm_autoplace_config *c);
-/* The configuration SICM_AUTOPLACE's text describes, checked; 0 or -1. */
-int sc_autoplace_config_parse(const char *text, sicm_autoplace_config *c);
+/* The configuration the placer runs with: c, checked, with the defaults
+ * filled in where c leaves them to the library (no fast device, cpu_share
+ * 0); 0 or -1 with errno. */
+int sc_autoplace_config_complete(const sicm_autoplace_config *c, sicm_autoplace_config *out);
 
 /* ---- autoplace_home.c ---- */
 /* Whether devs (n of them) all lie on the fast tier `fast`. */
@@ -119,7 +121,12 @@ typedef struct sc_autoplace_decision {
 #define SC_AUTOPLACE_DECISIONS_KEPT 4096
 /* The share of one core the placer's measuring may take, unless told. */
 #define SC_AUTOPLACE_CPU_DEFAULT 0.01
-void sc_autoplace_decision_keep(const sc_autoplace_decision *d);
+/* Keeps a decision on the arena of `slot`: a move from node `from` to
+ * `to` (-1: none), refused with `error` or done as `r` reports (NULL: not
+ * tried), and why, in words. */
+void sc_autoplace_decision_record(unsigned slot, sc_arena *a, int from, int to, int error,
+                                  const sicm_migration_report *r, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
 /* The placer's totals; the report shows the copy published last. */
 typedef struct sc_autoplace_totals {
   int running, monitor_only;

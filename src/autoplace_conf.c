@@ -1,24 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* autoplace_conf.c: the placer's configuration — its defaults, the checks
  * every configuration passes (from sicm_autoplace_start() or from
- * SICM_AUTOPLACE), and the variable's syntax:
- *   SICM_AUTOPLACE=1 | on | KEY=VALUE[,KEY=VALUE...]
- *   fast=NODE[+NODE...]   the fast tier (default: first by bandwidth)
- *   budget=SIZE           bytes of it the placer may fill (default: all)
- *   reserve=SIZE          bytes kept free there (default 64M)
- *   interval=TIME         10ms to 1h; a number alone is milliseconds
- *   halflife=N            intervals for a rate to halve (default 1)
- *   arenas=all|flagged    which arenas take part
- *   mode=place|monitor    monitor: measure only
- *   cpu=SHARE             of one core for measuring: 0.5% or 0.005 (default 1%)
- * SIZE is digits with an optional K, M, G or T (powers of 1024). */
-#include <ctype.h>
+ * SICM_AUTOPLACE), and the table of SICM_AUTOPLACE's keys, read in the
+ * grammar of every setting (base_settings.h; sicm(7) documents both). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "autoplace.h"
+#include "base_settings.h"
 
 int sicm_autoplace_config_init(sicm_autoplace_config *c) {
   if (c == NULL)
@@ -89,149 +80,125 @@ int sc_autoplace_config_check(const sicm_autoplace_config *c) {
   return 0;
 }
 
-/* Digits with an optional K, M, G or T; 0 or -1. */
-static int parse_size(const char *v, size_t len, size_t *out) {
-  size_t n = 0, i = 0;
-  for (; i < len && isdigit((unsigned char)v[i]); i++) {
-    if (n > (SIZE_MAX - 9) / 10)
+int sc_autoplace_config_complete(const sicm_autoplace_config *c, sicm_autoplace_config *out) {
+  *out = *c;
+  if (out->ndevices == 0) {
+    if (sicm_autoplace_config_init(out) != 0)
       return -1;
-    n = n * 10 + (size_t)(v[i] - '0');
+    out->budget = c->budget;
+    out->reserve = c->reserve;
+    out->interval_ms = c->interval_ms;
+    out->half_life = c->half_life;
+    out->arenas = c->arenas;
+    out->monitor_only = c->monitor_only;
+    out->cpu_share = c->cpu_share;
   }
-  if (i == 0)
-    return -1;
-  unsigned shift = 0;
-  if (i < len) {
-    const char *units = "KMGT", *u = memchr(units, toupper((unsigned char)v[i]), 4);
-    if (u == NULL || i + 1 != len)
-      return -1;
-    shift = 10 * (unsigned)(u - units + 1);
-  }
-  if (shift && n > (SIZE_MAX >> shift))
-    return -1;
-  *out = n << shift;
+  if (out->cpu_share == 0) /* 0: the default */
+    out->cpu_share = SC_AUTOPLACE_CPU_DEFAULT;
   return 0;
 }
 
-/* "500", "500ms", "2s"; milliseconds, 0 or -1. */
-static int parse_interval(const char *v, size_t len, unsigned *out) {
-  size_t digits = 0;
-  unsigned long long n = 0;
-  while (digits < len && isdigit((unsigned char)v[digits]) && n < 100000000ull)
-    n = n * 10 + (unsigned)(v[digits++] - '0');
-  if (digits == 0)
-    return -1;
-  const char *unit = v + digits;
-  size_t ulen = len - digits;
-  if (ulen == 1 && unit[0] == 's')
-    n *= 1000;
-  else if (!(ulen == 0 || (ulen == 2 && memcmp(unit, "ms", 2) == 0)))
-    return -1;
-  if (n > 3600000)
-    return -1;
-  *out = (unsigned)n;
-  return 0;
-}
-
-/* "1%", "0.5%", "0.01": a share of one core above 0, at most all of it. */
-static int parse_share(const char *v, size_t len, double *out) {
-  char text[32], *end;
-  if (len == 0 || len >= sizeof text || !isdigit((unsigned char)v[0]))
-    return -1;
-  memcpy(text, v, len);
-  text[len] = '\0';
-  double x = strtod(text, &end);
-  if (*end == '%' && end[1] == '\0')
-    x /= 100;
-  else if (*end != '\0')
-    return -1;
-  if (!(x > 0 && x <= 1))
-    return -1;
-  *out = x;
-  return 0;
-}
-
-static int parse_nodes(const char *v, size_t len, sicm_autoplace_config *c) {
+static int set_fast(void *ctx, const char *v, char *why, size_t len) {
+  sicm_autoplace_config *c = ctx;
+  char list[SC_SETTINGS_TEXT_MAX];
+  snprintf(list, sizeof list, "%s", v);
   c->ndevices = 0;
-  while (len > 0) {
-    size_t i = 0;
-    int node = 0;
-    while (i < len && isdigit((unsigned char)v[i]) && node < 100000)
-      node = node * 10 + (v[i++] - '0');
-    if (i == 0 || (i < len && (v[i] != '+' || i + 1 == len)) ||
+  for (char *part = list, *next; part != NULL; part = next) {
+    next = strchr(part, '+');
+    if (next != NULL)
+      *next++ = '\0';
+    unsigned long node;
+    if (sc_setting_uint(part, 0, SC_NODES_MAX - 1, &node) != 0 ||
         c->ndevices == SICM_ARENA_DEVICES_MAX)
-      return sc_fail(EINVAL, "fast= takes NODE[+NODE...]");
-    sicm_device *d = sicm_device_of_node(node, 0);
-    if (d == NULL)
-      return sc_fail(EINVAL, "fast=: no device on node %d", node);
+      return -1;
+    sicm_device *d = sicm_device_of_node((int)node, 0);
+    if (d == NULL) {
+      snprintf(why, len, "no device on node %lu", node);
+      return -1;
+    }
     c->devices[c->ndevices++] = d;
-    v += i + (i < len);
-    len -= i + (i < len);
   }
   return 0;
 }
 
-static int parse_pair(const char *key, size_t klen, const char *v, size_t vlen,
-                      sicm_autoplace_config *c) {
-#define KEY(k) (klen == sizeof(k) - 1 && memcmp(key, k, klen) == 0)
-#define VAL(x) (vlen == sizeof(x) - 1 && memcmp(v, x, vlen) == 0)
-  size_t half = 0;
-  if (KEY("fast"))
-    return parse_nodes(v, vlen, c);
-  if (KEY("budget"))
-    return parse_size(v, vlen, &c->budget) == 0 ? 0 : sc_fail(EINVAL, "budget= takes a SIZE");
-  if (KEY("reserve"))
-    return parse_size(v, vlen, &c->reserve) == 0 ? 0 : sc_fail(EINVAL, "reserve= takes a SIZE");
-  if (KEY("interval"))
-    return parse_interval(v, vlen, &c->interval_ms) == 0
-               ? 0
-               : sc_fail(EINVAL, "interval= takes milliseconds, or a number with ms or s");
-  if (KEY("halflife")) {
-    if (parse_size(v, vlen, &half) != 0 || half > 1000 || !isdigit((unsigned char)v[vlen - 1]))
-      return sc_fail(EINVAL, "halflife= takes intervals, 1 to 1000");
-    c->half_life = (unsigned)half;
-    return 0;
-  }
-  if (KEY("arenas") && (VAL("all") || VAL("flagged"))) {
-    c->arenas = VAL("all") ? SICM_AUTOPLACE_ALL : SICM_AUTOPLACE_FLAGGED;
-    return 0;
-  }
-  if (KEY("mode") && (VAL("place") || VAL("monitor"))) {
-    c->monitor_only = VAL("monitor");
-    return 0;
-  }
-  if (KEY("cpu"))
-    return parse_share(v, vlen, &c->cpu_share) == 0
-               ? 0
-               : sc_fail(EINVAL, "cpu= takes a share of one core above 0: 1%%, 0.5%% or 0.01");
-  if (KEY("arenas") || KEY("mode"))
-    return sc_fail(EINVAL, "%.*s= takes %s", (int)klen, key,
-                   KEY("arenas") ? "all or flagged" : "place or monitor");
-  return sc_fail(EINVAL, "unknown key '%.*s' (known: fast, budget, reserve, interval, halflife, "
-                         "arenas, mode, cpu)", (int)klen, key);
-#undef KEY
-#undef VAL
+static int set_budget(void *ctx, const char *v, char *why, size_t len) {
+  (void)why, (void)len;
+  return sc_setting_size(v, &((sicm_autoplace_config *)ctx)->budget);
 }
 
-int sc_autoplace_config_parse(const char *text, sicm_autoplace_config *c) {
+static int set_reserve(void *ctx, const char *v, char *why, size_t len) {
+  (void)why, (void)len;
+  return sc_setting_size(v, &((sicm_autoplace_config *)ctx)->reserve);
+}
+
+static int set_interval(void *ctx, const char *v, char *why, size_t len) {
+  (void)why, (void)len;
+  uint64_t ns;
+  if (sc_setting_time_ns(v, 1000000, &ns) != 0 || ns % 1000000 != 0 || ns < 10000000ull ||
+      ns > 3600000000000ull)
+    return -1;
+  ((sicm_autoplace_config *)ctx)->interval_ms = (unsigned)(ns / 1000000);
+  return 0;
+}
+
+static int set_halflife(void *ctx, const char *v, char *why, size_t len) {
+  (void)why, (void)len;
+  unsigned long n;
+  if (sc_setting_uint(v, 1, 1000, &n) != 0)
+    return -1;
+  ((sicm_autoplace_config *)ctx)->half_life = (unsigned)n;
+  return 0;
+}
+
+static int set_arenas(void *ctx, const char *v, char *why, size_t len) {
+  (void)why, (void)len;
+  unsigned *arenas = &((sicm_autoplace_config *)ctx)->arenas;
+  if (strcmp(v, "all") == 0)
+    *arenas = SICM_AUTOPLACE_ALL;
+  else if (strcmp(v, "flagged") == 0)
+    *arenas = SICM_AUTOPLACE_FLAGGED;
+  else
+    return -1;
+  return 0;
+}
+
+static int set_mode(void *ctx, const char *v, char *why, size_t len) {
+  (void)why, (void)len;
+  int *monitor_only = &((sicm_autoplace_config *)ctx)->monitor_only;
+  if (strcmp(v, "place") != 0 && strcmp(v, "monitor") != 0)
+    return -1;
+  *monitor_only = strcmp(v, "monitor") == 0;
+  return 0;
+}
+
+static int set_cpu(void *ctx, const char *v, char *why, size_t len) {
+  (void)why, (void)len;
+  return sc_setting_share(v, &((sicm_autoplace_config *)ctx)->cpu_share);
+}
+
+/* SICM_AUTOPLACE's keys, in the order sicm(7) gives them. */
+static const sc_setting autoplace_keys[] = {
+    {"fast", "NODE[+NODE...], nodes with devices of base pages", set_fast},
+    {"budget", "a SIZE such as 2G", set_budget},
+    {"reserve", "a SIZE such as 64M", set_reserve},
+    {"interval", "a TIME from 10ms to 3600s in whole ms; a number alone is ms", set_interval},
+    {"halflife", "intervals, 1 to 1000", set_halflife},
+    {"arenas", "all or flagged", set_arenas},
+    {"mode", "place or monitor", set_mode},
+    {"cpu", "a share of one core above 0: 1%, 0.5% or 0.01", set_cpu},
+};
+
+int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *text) {
+  if (c == NULL || text == NULL)
+    return sc_fail(EINVAL, "sicm_autoplace_config_parse: %s is NULL", c ? "text" : "c");
   if (sicm_autoplace_config_init(c) != 0)
     return -1;
-  if (strcmp(text, "1") == 0 || strcmp(text, "on") == 0)
+  int on;
+  if (sc_setting_bool(text, &on) == 0 && on)
     return 0;
-  const char *p = text;
-  while (*p) {
-    size_t len = strcspn(p, ",");
-    const char *eq = memchr(p, '=', len);
-    if (eq == NULL || eq == p || eq + 1 == p + len)
-      return sc_fail(EINVAL, "'%.*s' is not KEY=VALUE", (int)len, p);
-    /* A key given twice: which one was meant cannot be told. */
-    for (const char *q = text; q < p; q += strcspn(q, ",") + 1)
-      if (strncmp(q, p, (size_t)(eq - p) + 1) == 0)
-        return sc_fail(EINVAL, "'%.*s' is given twice", (int)(eq - p), p);
-    if (parse_pair(p, (size_t)(eq - p), eq + 1, (size_t)(p + len - eq - 1), c) != 0)
-      return -1;
-    p += len;
-    if (*p == ',' && *++p == '\0')
-      return sc_fail(EINVAL, "a ',' ends the text: KEY=VALUE must follow it");
-  }
+  char why[SC_SETTINGS_WHY_MAX];
+  if (sc_settings_parse("libsicm", "SICM_AUTOPLACE", text, autoplace_keys,
+                        sizeof autoplace_keys / sizeof autoplace_keys[0], c, why, sizeof why) != 0)
+    return sc_fail(EINVAL, "%s", why);
   return sc_autoplace_config_check(c);
 }

@@ -5,6 +5,7 @@
  * included — and that part of sicm_stats_print, in text or JSON. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "autoplace.h"
@@ -19,9 +20,21 @@ void sc_autoplace_report_fork_lock(void) { pthread_mutex_lock(&report_lock); }
 /* The forking thread holds the lock in the child too: it unlocks it there. */
 void sc_autoplace_report_fork_unlock(void) { pthread_mutex_unlock(&report_lock); }
 
-void sc_autoplace_decision_keep(const sc_autoplace_decision *d) {
+void sc_autoplace_decision_record(unsigned slot, sc_arena *a, int from, int to, int error,
+                                  const sicm_migration_report *r, const char *fmt, ...) {
+  sc_autoplace_decision d = {.unix_ns = sc_clock_ns(CLOCK_REALTIME), .slot = slot,
+                             .from_node = from, .to_node = to, .error = error};
+  sc_arena_name_copy(a, d.name);
+  if (r != NULL) {
+    d.bytes = r->bytes_moved;
+    d.ns = r->nanoseconds;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d.why, sizeof d.why, fmt, ap);
+  va_end(ap);
   pthread_mutex_lock(&report_lock);
-  decisions[decisions_made++ % SC_AUTOPLACE_DECISIONS_KEPT] = *d;
+  decisions[decisions_made++ % SC_AUTOPLACE_DECISIONS_KEPT] = d;
   pthread_mutex_unlock(&report_lock);
 }
 

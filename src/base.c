@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "base_settings.h"
 
 /* Each thread's description of its last failure, allocated at its first
  * one and freed when it exits.  Not a thread-local array: the library's
@@ -93,6 +94,17 @@ int sc_env_choice(const char *name, const char *const *choices, int fallback, co
     if (strcmp(value, choices[i]) == 0)
       return i;
   sc_env_refuse(name, value, accepted);
+  return fallback;
+}
+
+int sc_env_switch(const char *name, int fallback) {
+  const char *value = sc_env_get(name);
+  int on;
+  if (value == NULL)
+    return fallback;
+  if (sc_setting_bool(value, &on) == 0)
+    return on;
+  sc_env_refuse(name, value, "on, 1, off or 0");
   return fallback;
 }
 

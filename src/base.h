@@ -65,6 +65,8 @@ void sc_env_refuse(const char *name, const char *value, const char *accepted);
 const char *sc_env_get(const char *name);
 /* The index of the value in the NULL-terminated `choices`, or fallback. */
 int sc_env_choice(const char *name, const char *const *choices, int fallback, const char *accepted);
+/* A switch in the grammar of every setting (on, 1, off, 0), or fallback. */
+int sc_env_switch(const char *name, int fallback);
 /* A decimal integer in [min, max] (digits only), or fallback. */
 long sc_env_integer(const char *name, long min, long max, long fallback, const char *accepted);
 /* A path shorter than max bytes, or NULL. */

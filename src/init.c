@@ -35,9 +35,8 @@ static const char *init_conf_path(void) {
 static void init_options(sc_options *o, unsigned flags) {
   sc_migrate_read_options();
   sc_check_setup();
-  static const char *const onoff[] = {"0", "1", NULL};
   int share = (flags & SICM_INIT_SHARE_TOPOLOGY) != 0;
-  o->share_topology = sc_env_choice("SICM_SHARE_TOPOLOGY", onoff, share, "0 or 1") == 1;
+  o->share_topology = sc_env_switch("SICM_SHARE_TOPOLOGY", share);
 }
 
 static int init_build(sc_state *s, unsigned flags) {

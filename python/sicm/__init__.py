@@ -29,6 +29,7 @@ named ``site:<file>:<line>`` in libsicm's statistics (``SICM_STATS``).
 Errors of the library are OSError with its errno (ENOMEM, EBUSY, ...);
 wrong types are TypeError, bad values ValueError.
 """
+import numbers
 import os as _os
 
 import numpy as _np
@@ -134,34 +135,65 @@ class Placer:
         return False
 
 
-def autoplace(fast=None, budget=0, interval=1.0, reserve=None, half_life=1, sites=False,
-              threshold=64 << 10, monitor_only=False, cpu=0.01):
-    """autoplace(fast=None, budget=0, interval=1.0, reserve=None, half_life=1,
-              sites=False, threshold=65536, monitor_only=False, cpu=0.01) -> Placer
+def _setting(key, value, kind):
+    """One item of SICM_AUTOPLACE's text (sicm(7), SETTINGS): a string is
+    taken as it is written; a number is written in the grammar, an int as
+    bytes or intervals, a float as seconds or a share."""
+    if isinstance(value, str):
+        return "%s=%s" % (key, value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or (
+            kind in ("size", "count") and not isinstance(value, numbers.Integral)):
+        want = {"size": "an int of bytes or a SIZE such as '2G'",
+                "count": "an int",
+                "time": "seconds or a TIME such as '500ms'",
+                "share": "a share of one core or a SHARE such as '1%'"}[kind]
+        raise TypeError("%s takes %s, not %r" % (key, want, value))
+    if kind in ("size", "count"):
+        return "%s=%d" % (key, value)
+    text = ("%.9f" % value).rstrip("0").rstrip(".")
+    return "%s=%s%s" % (key, text, "s" if kind == "time" else "")
 
-    Start libsicm's placer: a thread that every `interval` seconds measures
-    how often each arena's pages are referenced and moves the hottest onto
-    the `fast` device(s) (a Device or a list; None: the device ranked first
-    by bandwidth), within `budget` bytes (0: all the fast tier's free memory
-    less `reserve`, 64 MiB by default).  Every arena takes part; with
-    monitor_only=True it measures and never moves.  Measuring takes at most
-    `cpu` of one core (a share, above 0, at most 1): where it would cost
-    more, the placer measures less often.  With sites=True, arrays of at least `threshold`
-    bytes created in the calling context from now on go to one arena per
-    source line (see site_arenas()).  OSError EBUSY if a placer already
-    runs (also one started by SICM_AUTOPLACE), ENOTSUP if the kernel does
-    not report referenced pages to this process."""
+
+def autoplace(fast=None, budget=None, interval=None, reserve=None, half_life=None, sites=False,
+              threshold=64 << 10, monitor_only=False, cpu=None):
+    """autoplace(fast=None, budget=None, interval=None, reserve=None, half_life=None,
+              sites=False, threshold=65536, monitor_only=False, cpu=None) -> Placer
+
+    Start libsicm's placer: a thread that every `interval` (seconds, or a
+    TIME such as "500ms"; default 1 s) measures how often each arena's pages
+    are referenced and moves the hottest onto the `fast` device(s) (a
+    Device or a list; None: the device ranked first by bandwidth), within
+    `budget` bytes (an int or a SIZE such as "2G"; None or 0: all the fast
+    tier's free memory less `reserve`, 64 MiB by default).  Every arena
+    takes part; with monitor_only=True it measures and never moves.
+    Measuring takes at most `cpu` of one core (a share above 0, at most 1,
+    or a SHARE such as "1%"; default 1%): where it would cost more, the
+    placer measures less often.  The values read as SICM_AUTOPLACE's do
+    (sicm(7), SETTINGS), and one the library refuses raises ValueError
+    with its words.  With sites=True, arrays of at least `threshold` bytes
+    created in the calling context from now on go to one arena per source
+    line (see site_arenas()).  OSError EBUSY if a placer already runs (also
+    one started by SICM_AUTOPLACE), ENOTSUP if the kernel does not report
+    referenced pages to this process."""
     fast = [fast] if isinstance(fast, Device) else fast
-    if interval <= 0:
-        raise ValueError("interval must be positive (seconds)")
-    if not 0 < cpu <= 1:
-        raise ValueError("cpu is a share of one core, above 0 and at most 1")
-    kw = dict(fast=fast, budget=budget, interval_ms=max(1, int(round(interval * 1000))),
-              half_life=half_life, monitor_only=monitor_only, cpu_share=float(cpu))
-    if reserve is not None:
-        kw["reserve"] = reserve
+    items = []
+    if fast is not None:
+        if not isinstance(fast, (list, tuple)) or not all(isinstance(d, Device) for d in fast):
+            raise TypeError("fast must be a sicm.Device or a sequence of them")
+        if any(d.huge for d in fast):
+            raise ValueError("the fast tier holds devices of base pages: the placer moves "
+                             "arenas of base pages")
+        items.append("fast=" + "+".join(str(d.node) for d in fast))
+    for key, value, kind in (("budget", budget, "size"), ("reserve", reserve, "size"),
+                             ("interval", interval, "time"), ("halflife", half_life, "count"),
+                             ("cpu", cpu, "share")):
+        if value is not None:
+            items.append(_setting(key, value, kind))
+    if monitor_only:
+        items.append("mode=monitor")
+    text = ",".join(items) or "on"
     group = site_arenas(threshold=threshold) if sites else None
-    _sicm.autoplace_start(**kw)
+    _sicm.autoplace_start(text)
     if group is not None:
         try:
             group.__enter__()

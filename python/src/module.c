@@ -218,51 +218,23 @@ static PyObject *py_pages(PyObject *m, PyObject *args) {
 
 /* ---- the placer ---- */
 
-static PyObject *py_autoplace_start(PyObject *m, PyObject *args, PyObject *kw) {
+/* autoplace_start(text): the placer, configured by a text in
+ * SICM_AUTOPLACE's grammar (sicm/__init__.py writes it from the keyword
+ * arguments), so that Python reads values as the variable does. */
+static PyObject *py_autoplace_start(PyObject *m, PyObject *args) {
   (void)m;
-  static char *names[] = {"fast",      "budget",       "reserve",   "interval_ms",
-                          "half_life", "monitor_only", "cpu_share", NULL};
-  PyObject *fast = Py_None;
-  unsigned long long budget = 0, reserve = (unsigned long long)-1;
-  unsigned interval_ms = 0, half_life = 0;
-  int monitor_only = 0;
-  double cpu_share = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|OKKIIpd:autoplace_start", names, &fast, &budget,
-                                   &reserve, &interval_ms, &half_life, &monitor_only, &cpu_share))
+  const char *text;
+  if (!PyArg_ParseTuple(args, "s:autoplace_start", &text))
     return NULL;
   sicm_autoplace_config c;
-  if (sicm_autoplace_config_init(&c) != 0)
-    return sicm_py_oserror("sicm_autoplace_config_init");
-  if (fast != Py_None) {
-    PyObject *seq = PySequence_Fast(fast, "fast must be a sicm.Device or a sequence of them");
-    if (!seq)
-      return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n < 1 || n > SICM_ARENA_DEVICES_MAX) {
-      Py_DECREF(seq);
-      PyErr_Format(PyExc_ValueError, "fast names 1 to %d devices", SICM_ARENA_DEVICES_MAX);
-      return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-      if (!(c.devices[i] = sicm_py_device_arg(PySequence_Fast_GET_ITEM(seq, i), "each fast device"))) {
-        Py_DECREF(seq);
-        return NULL;
-      }
-    c.ndevices = (unsigned)n;
-    Py_DECREF(seq);
+  int rc = sicm_autoplace_config_parse(&c, text);
+  if (rc != 0 && errno == EINVAL) {
+    PyErr_SetString(PyExc_ValueError, sicm_error_detail());
+    return NULL;
   }
-  c.budget = budget;
-  if (reserve != (unsigned long long)-1)
-    c.reserve = reserve;
-  if (interval_ms)
-    c.interval_ms = interval_ms;
-  if (half_life)
-    c.half_life = half_life;
-  c.arenas = SICM_AUTOPLACE_ALL;
-  c.monitor_only = monitor_only;
-  if (cpu_share != 0)
-    c.cpu_share = cpu_share; /* the library refuses one out of 0 to 1 */
-  if (sicm_autoplace_start(&c) != 0) {
+  if (rc == 0)
+    rc = sicm_autoplace_start(&c);
+  if (rc != 0) {
     int err = errno;
     const char *detail = sicm_error_detail();
     PyObject *v = Py_BuildValue("(is)", err, *detail ? detail : strerror(err));
@@ -291,7 +263,7 @@ static PyMethodDef module_methods[] = {
     {"device", py_device, METH_VARARGS, NULL},
     {"best", py_best, METH_VARARGS, NULL},
     {"pages", py_pages, METH_VARARGS, NULL},
-    {"autoplace_start", (PyCFunction)(void (*)(void))py_autoplace_start, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"autoplace_start", py_autoplace_start, METH_VARARGS, NULL},
     {"autoplace_stop", py_autoplace_stop, METH_NOARGS, NULL},
     {"handler_pop", sicm_py_exit, METH_VARARGS, NULL},
     {NULL}};

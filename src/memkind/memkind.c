@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "../base_settings.h"
 #include "memkind_internal.h"
 
 #define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL, NULL, 0}
@@ -321,7 +322,8 @@ static int checking(void) {
   return 1;
 #else
   const char *v = getenv("SICM_CHECK");
-  return v != NULL && strcmp(v, "1") == 0;
+  int on;
+  return v != NULL && sc_setting_bool(v, &on) == 0 && on;
 #endif
 }
 

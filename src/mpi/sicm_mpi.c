@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "../base_settings.h"
 #include "sicm.h"
 #include "sicm_autoplace.h"
 #include "sicm_mpi.h"
@@ -407,7 +408,8 @@ int MPI_Free_mem(void *base) {
   errno = saved;
   if (usable == 0) {
     const char *check = getenv("SICM_CHECK");
-    if (SICM_CHECK_ALWAYS || (check != NULL && strcmp(check, "1") == 0)) {
+    int on;
+    if (SICM_CHECK_ALWAYS || (check != NULL && sc_setting_bool(check, &on) == 0 && on)) {
       fprintf(stderr, "libsicm: SICM_CHECK: MPI_Free_mem(%p): no block starts there\n", base);
       abort();
     }

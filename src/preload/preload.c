@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base_settings.h"
 #include "preload.h"
 
 #define PL_EXPORT __attribute__((visibility("default")))
@@ -459,7 +460,8 @@ static void on_stats_signal(int sig) {
 __attribute__((constructor)) static void pl_init(void) {
   next_resolve();
   const char *text = getenv("SICM_PRELOAD");
-  if (text != NULL && strcmp(text, "off") == 0) {
+  int on;
+  if (text != NULL && sc_setting_bool(text, &on) == 0 && !on) {
     pl_fast.min_fast = SIZE_MAX;
     return;
   }

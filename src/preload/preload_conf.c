@@ -2,9 +2,9 @@
 /* preload_conf.c: SICM_PRELOAD, the one variable that configures
  * libsicm-preload.so, read into pl_conf: the threshold, the chain of
  * devices (the chosen one, then where to spill), the budget, the reserve
- * and the statistics.  Grammar (README, "Unmodified programs"):
- *   key=value[;key=value]...   keys: min device spill budget reserve sites small stats
- *                              signal
+ * and the statistics.  One table holds its keys; the grammar is every
+ * setting's (base_settings.h, sicm(7) SETTINGS), so that
+ *   SICM_PRELOAD=min=1M,device=hbm,spill=dram+capacity
  * Any error is reported once on stderr and leaves the preload inactive. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,44 +14,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../base_settings.h"
 #include "preload.h"
 
 pl_config pl_conf;
 
 #define PL_DEFAULT_MIN ((size_t)1 << 20)
 #define PL_DEFAULT_RESERVE ((size_t)32 << 20)
-
-/* A size with an optional binary suffix: 4096, 64K, 1M, 1.5G, 2GiB.  The
- * number is digits with at most one decimal point between digits: strtod
- * alone would take "nan", "inf", hexadecimal and exponents. */
-static int parse_size(const char *s, size_t *out) {
-  size_t number = strspn(s, "0123456789");
-  if (number > 0 && s[number] == '.') {
-    size_t fraction = strspn(s + number + 1, "0123456789");
-    number = fraction > 0 ? number + 1 + fraction : 0;
-  }
-  char *end;
-  errno = 0;
-  double v = number > 0 ? strtod(s, &end) : 0;
-  if (number == 0 || errno != 0 || end != s + number)
-    return -1;
-  double scale = 1;
-  switch (*end) {
-  case 'k': case 'K': scale = 1024.0; end++; break;
-  case 'm': case 'M': scale = 1024.0 * 1024; end++; break;
-  case 'g': case 'G': scale = 1024.0 * 1024 * 1024; end++; break;
-  case 't': case 'T': scale = 1024.0 * 1024 * 1024 * 1024; end++; break;
-  default: break;
-  }
-  if (scale > 1 && strcasecmp(end, "iB") == 0)
-    end += 2;
-  else if (strcasecmp(end, "B") == 0)
-    end++;
-  if (*end != '\0' || v * scale >= 18446744073709551615.0)
-    return -1;
-  *out = (size_t)(v * scale);
-  return 0;
-}
 
 /* What a device name asks for, and the ranking its default spill follows. */
 typedef struct device_spec {
@@ -132,7 +101,7 @@ static int spill_load(const char *spill, sicm_rank_by rank) {
   char list[256];
   snprintf(list, sizeof list, "%s", spill);
   char *save = NULL;
-  for (char *name = strtok_r(list, ",", &save); name != NULL; name = strtok_r(NULL, ",", &save)) {
+  for (char *name = strtok_r(list, "+", &save); name != NULL; name = strtok_r(NULL, "+", &save)) {
     sicm_rank_by unused;
     sicm_device *dev = device_resolve(name, &unused);
     if (dev == NULL || tier_add(dev) != 0)
@@ -156,89 +125,103 @@ static int signal_parse(const char *s) {
   return -1;
 }
 
-/* Trim spaces at both ends, in place. */
-static char *trim(char *s) {
-  while (*s == ' ' || *s == '\t')
-    s++;
-  size_t n = strlen(s);
-  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-    s[--n] = '\0';
-  return s;
+/* What the items set, before the devices are resolved. */
+typedef struct conf_text {
+  char device[64], spill[256];
+  size_t budget;
+} conf_text;
+
+static int set_min(void *ctx, const char *v, char *why, size_t len) {
+  (void)ctx, (void)why, (void)len;
+  return sc_setting_size(v, &pl_conf.min) != 0 || pl_conf.min == 0 ? -1 : 0;
 }
+
+static int set_budget(void *ctx, const char *v, char *why, size_t len) {
+  (void)why, (void)len;
+  return sc_setting_size(v, &((conf_text *)ctx)->budget);
+}
+
+static int set_reserve(void *ctx, const char *v, char *why, size_t len) {
+  (void)ctx, (void)why, (void)len;
+  return sc_setting_size(v, &pl_conf.reserve);
+}
+
+static int set_device(void *ctx, const char *v, char *why, size_t len) {
+  (void)why, (void)len;
+  conf_text *t = ctx;
+  return snprintf(t->device, sizeof t->device, "%s", v) >= (int)sizeof t->device ? -1 : 0;
+}
+
+static int set_spill(void *ctx, const char *v, char *why, size_t len) {
+  (void)why, (void)len;
+  conf_text *t = ctx;
+  return snprintf(t->spill, sizeof t->spill, "%s", v) >= (int)sizeof t->spill ? -1 : 0;
+}
+
+static int set_stats(void *ctx, const char *v, char *why, size_t len) {
+  (void)ctx, (void)why, (void)len;
+  int on;
+  if (sc_setting_bool(v, &on) == 0 || strcmp(v, "stderr") == 0) {
+    pl_conf.stats = strcmp(v, "stderr") == 0 || on;
+    return 0;
+  }
+  pl_conf.stats = 1;
+  return snprintf(pl_conf.stats_path, sizeof pl_conf.stats_path, "%s", v) >=
+                 (int)sizeof pl_conf.stats_path ? -1 : 0;
+}
+
+static int set_sites(void *ctx, const char *v, char *why, size_t len) {
+  (void)ctx, (void)why, (void)len;
+  unsigned long depth;
+  if (sc_setting_uint(v, 0, PL_SITE_DEPTH_MAX, &depth) != 0)
+    return -1;
+  pl_conf.site_depth = (unsigned)depth;
+  return 0;
+}
+
+static int set_small(void *ctx, const char *v, char *why, size_t len) {
+  (void)ctx, (void)why, (void)len;
+  pl_conf.small_process = strcmp(v, "process") == 0;
+  return pl_conf.small_process || strcmp(v, "sicm") == 0 ? 0 : -1;
+}
+
+static int set_signal(void *ctx, const char *v, char *why, size_t len) {
+  (void)ctx, (void)why, (void)len;
+  pl_conf.stats_signal = signal_parse(v);
+  return pl_conf.stats_signal < 0 ? -1 : 0;
+}
+
+/* SICM_PRELOAD's keys, in the order sicm(7) gives them. */
+static const sc_setting preload_keys[] = {
+    {"min", "a SIZE above 0, such as 1M", set_min},
+    {"device", "hbm, dram, capacity, high_bw, low_lat, large_cap or node:N", set_device},
+    {"spill", "rank, none or DEVICE[+DEVICE...]", set_spill},
+    {"budget", "a SIZE such as 800M", set_budget},
+    {"reserve", "a SIZE such as 32M", set_reserve},
+    {"sites", "0 to 16", set_sites},
+    {"stats", "on, off, stderr or a path", set_stats},
+    {"small", "sicm or process", set_small},
+    {"signal", "USR1, USR2, HUP, PROF or a real-time signal number", set_signal},
+};
 
 int pl_config_load(const char *text) {
   memset(&pl_conf, 0, sizeof pl_conf);
   pl_conf.min = PL_DEFAULT_MIN;
   pl_conf.reserve = PL_DEFAULT_RESERVE;
-  char device[64] = "high_bw", spill[256] = "rank";
-  size_t budget = SIZE_MAX;
-  char copy[1024];
-  if (text == NULL)
-    text = "";
-  if (strlen(text) >= sizeof copy) {
-    pl_warn("SICM_PRELOAD is longer than 1023 characters", "");
+  conf_text t = {.device = "high_bw", .spill = "rank", .budget = SIZE_MAX};
+  int on;
+  char why[SC_SETTINGS_WHY_MAX];
+  if (text != NULL && *text != '\0' && sc_setting_bool(text, &on) != 0 &&
+      sc_settings_parse("libsicm-preload", "SICM_PRELOAD", text, preload_keys,
+                        sizeof preload_keys / sizeof preload_keys[0], &t, why, sizeof why) != 0) {
+    pl_warn("SICM_PRELOAD: ", why);
     return -1;
   }
-  strcpy(copy, text);
-  char *save = NULL;
-  for (char *item = strtok_r(copy, ";", &save); item != NULL; item = strtok_r(NULL, ";", &save)) {
-    item = trim(item);
-    if (*item == '\0')
-      continue;
-    char *eq = strchr(item, '=');
-    if (eq == NULL) {
-      pl_warn("SICM_PRELOAD: expected key=value, got: ", item);
-      return -1;
-    }
-    *eq = '\0';
-    char *key = trim(item), *value = trim(eq + 1);
-    int bad = 0;
-    if (strcmp(key, "min") == 0)
-      bad = parse_size(value, &pl_conf.min) != 0 || pl_conf.min == 0;
-    else if (strcmp(key, "budget") == 0)
-      bad = parse_size(value, &budget) != 0;
-    else if (strcmp(key, "reserve") == 0)
-      bad = parse_size(value, &pl_conf.reserve) != 0;
-    else if (strcmp(key, "device") == 0)
-      bad = snprintf(device, sizeof device, "%s", value) >= (int)sizeof device || !*value;
-    else if (strcmp(key, "spill") == 0)
-      bad = snprintf(spill, sizeof spill, "%s", value) >= (int)sizeof spill || !*value;
-    else if (strcmp(key, "stats") == 0) {
-      pl_conf.stats = strcmp(value, "0") != 0;
-      if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0 && strcmp(value, "stderr") != 0)
-        bad = snprintf(pl_conf.stats_path, sizeof pl_conf.stats_path, "%s", value) >=
-              (int)sizeof pl_conf.stats_path;
-    } else if (strcmp(key, "sites") == 0) {
-      char *end;
-      long depth = strtol(value, &end, 10);
-      bad = !*value || *end || depth < 0 || depth > PL_SITE_DEPTH_MAX;
-      pl_conf.site_depth = bad ? 0 : (unsigned)depth;
-    } else if (strcmp(key, "small") == 0) {
-      pl_conf.small_process = strcmp(value, "process") == 0;
-      bad = !pl_conf.small_process && strcmp(value, "sicm") != 0;
-    } else if (strcmp(key, "signal") == 0) {
-      pl_conf.stats_signal = signal_parse(value);
-      bad = pl_conf.stats_signal < 0;
-    } else {
-      pl_warn("SICM_PRELOAD: unknown key (min, device, spill, budget, reserve, sites, small, "
-              "stats, signal): ",
-              key);
-      return -1;
-    }
-    if (bad) {
-      char what[160];
-      snprintf(what, sizeof what, "%s=%s", key, value);
-      pl_warn("SICM_PRELOAD: bad value (sizes are like 4096, 64K, 1M, 2G; sites is 0 to 16; "
-              "small is sicm or process): ",
-              what);
-      return -1;
-    }
-  }
-  snprintf(pl_conf.device_spec, sizeof pl_conf.device_spec, "%s", device);
+  snprintf(pl_conf.device_spec, sizeof pl_conf.device_spec, "%s", t.device);
   sicm_rank_by rank;
-  sicm_device *first = device_resolve(device, &rank);
-  if (first == NULL || tier_add(first) != 0 || spill_load(spill, rank) != 0)
+  sicm_device *first = device_resolve(t.device, &rank);
+  if (first == NULL || tier_add(first) != 0 || spill_load(t.spill, rank) != 0)
     return -1;
-  pl_conf.tiers[0].budget = budget;
+  pl_conf.tiers[0].budget = t.budget;
   return 0;
 }

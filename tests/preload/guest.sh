@@ -62,7 +62,7 @@ PY
 echo "--- python3, device=hbm (node 2), spill by bandwidth rank"
 mkdir "$tmp/py"
 # A simple command, so that $! is python3's pid (taskset execs it).
-SICM_PRELOAD="device=hbm;stats=$tmp/py.stats" LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs \
+SICM_PRELOAD="device=hbm,stats=$tmp/py.stats" LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs \
   taskset -c 0 python3 "$tmp/arrays.py" "$tmp/py" >"$tmp/py.out" 2>&1 &
 pid=$!
 if wait_for "$tmp/py/1" $pid; then
@@ -92,13 +92,13 @@ expect "python3 prints the same without the preload" cmp -s "$tmp/py.out" "$tmp/
 awk 'BEGIN { srand(1); for (i = 0; i < 400000; i++) print int(rand() * 1e9) }' >"$tmp/numbers"
 want=$(taskset -c 0 sort -n -S 300M <"$tmp/numbers" | md5sum)
 echo "--- sort -S 300M, device=hbm"
-got=$(preloaded "device=hbm;stats=$tmp/sort.stats" sort -n -S 300M <"$tmp/numbers" | md5sum)
+got=$(preloaded "device=hbm,stats=$tmp/sort.stats" sort -n -S 300M <"$tmp/numbers" | md5sum)
 cat "$tmp/sort.stats"
 expect "sort prints the same with the preload" [ "$got" = "$want" ]
 expect "its buffer placed on node 2" grep -q "node 2 hbm: placed [1-9]" "$tmp/sort.stats"
 expect "and its pages were there" grep -Eq "when they were freed: node 2 [0-9.]+ MiB$" "$tmp/sort.stats"
 echo "--- sort -S 300M, device=hbm, budget=100M, spill=dram"
-got=$(preloaded "device=hbm;budget=100M;spill=dram;stats=$tmp/spill.stats" sort -n -S 300M <"$tmp/numbers" |
+got=$(preloaded "device=hbm,budget=100M,spill=dram,stats=$tmp/spill.stats" sort -n -S 300M <"$tmp/numbers" |
   md5sum)
 cat "$tmp/spill.stats"
 expect "sort prints the same with the budget" [ "$got" = "$want" ]
@@ -109,7 +109,7 @@ expect "its pages were on node 0" grep -Eq "when they were freed: node 0 [0-9.]+
 # for one buffer) moves the site whose buffer is hot to node 2, alone.
 echo "--- sites_check: sites=4, SICM_AUTOPLACE=fast=2,budget=24M,interval=200ms,cpu=100%"
 SICM_AUTOPLACE="fast=2,budget=24M,interval=200ms,cpu=100%" SICM_STATS="$tmp/sites.json" \
-  preloaded "device=node:0;min=1M;sites=4" "$b/tests/preload/sites_check" 6 >"$tmp/sites.out"
+  preloaded "device=node:0,min=1M,sites=4" "$b/tests/preload/sites_check" 6 >"$tmp/sites.out"
 cat "$tmp/sites.out"
 expect "the hot buffer's site is on node 2" grep -Eq "^field 2:409[67]$" "$tmp/sites.out"
 expect "the cold ones are not" sh -c "! grep -E '^(history|scratch) .* 2:' '$tmp/sites.out'"
@@ -119,7 +119,7 @@ expect "the report names the sites and the decision" \
 # constructors are three call sites inside the interpreter.
 echo "--- python3 sites_check.py: sites=8, SICM_AUTOPLACE=fast=2,budget=24M,interval=200ms,cpu=100%"
 SICM_AUTOPLACE="fast=2,budget=24M,interval=200ms,cpu=100%" SICM_STATS="$tmp/python.json" \
-  preloaded "device=node:0;min=1M;sites=8" /usr/bin/python3 "$src/tests/preload/sites_check.py" 8 \
+  preloaded "device=node:0,min=1M,sites=8" /usr/bin/python3 "$src/tests/preload/sites_check.py" 8 \
   >"$tmp/python.out"
 cat "$tmp/python.out"
 expect "python's hot buffer's site is on node 2" grep -Eq "^field 2:409[67]$" "$tmp/python.out"
@@ -133,7 +133,7 @@ expect "the report has the decision" grep -q '"why": "hot: referenced' "$tmp/pyt
 echo "--- two sites_check processes at once: sites=4, interval=500ms, cpu=1%"
 for cpu in 0 1; do
   SICM_AUTOPLACE="fast=2,budget=24M,interval=500ms,cpu=1%" SICM_STATS="$tmp/pair.json" \
-    SICM_PRELOAD="device=node:$cpu;min=1M;sites=4" LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs \
+    SICM_PRELOAD="device=node:$cpu,min=1M,sites=4" LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs \
     taskset -c $cpu "$b/tests/preload/sites_check" 15 >/dev/null &
 done
 wait

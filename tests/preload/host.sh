@@ -26,13 +26,13 @@ step() { # step NAME COMMAND...: one check, output kept
   echo "--- $name"
   if "$@"; then echo "PASS: $name"; else echo "FAIL: $name"; failed=1; fi
 }
-step basic run "min=1M;device=node:0" basic
-step "basic, small=process" run "min=1M;device=node:0;small=process" basic
-step threads run "min=1M;device=node:0" threads
-step "threads, small=process" run "min=1M;device=node:0;small=process" threads
-step fork run "min=1M;device=node:0" fork 200
-step "fork, small=process" run "min=1M;device=node:0;small=process" fork 50
-step budget run "min=1M;device=node:0;spill=none;budget=8M" budget
+step basic run "min=1M,device=node:0" basic
+step "basic, small=process" run "min=1M,device=node:0,small=process" basic
+step threads run "min=1M,device=node:0" threads
+step "threads, small=process" run "min=1M,device=node:0,small=process" threads
+step fork run "min=1M,device=node:0" fork 200
+step "fork, small=process" run "min=1M,device=node:0,small=process" fork 50
+step budget run "min=1M,device=node:0,spill=none,budget=8M" budget
 step "off" run off inactive
 
 # A bad value: one clear line on stderr, then the program runs unchanged.
@@ -43,7 +43,7 @@ bad() {
     printf '%s\n' "$out" | grep -q "^libsicm-preload: inactive"
 }
 step "bad size" bad "min=lots" "SICM_PRELOAD: bad value .*min=lots"
-step "unknown key" bad "min=1M;colour=blue" "SICM_PRELOAD: unknown key .*colour"
+step "unknown key" bad "min=1M,colour=blue" "SICM_PRELOAD: unknown key .*colour"
 step "unknown device" bad "device=fast" "unknown device .*fast"
 step "missing kind" bad "device=hbm" "this machine has no device of that kind"
 step "no equals" bad "min" "SICM_PRELOAD: expected key=value"
@@ -52,10 +52,23 @@ for value in nan inf 1e3 0x10 -5 1.M .5M 4x; do
 done
 step "min nan" bad "min=nan" "SICM_PRELOAD: bad value .*min=nan"
 step "small bad" bad "small=glibc" "SICM_PRELOAD: bad value .*small=glibc"
+step "key twice" bad "min=1M,min=2M" "SICM_PRELOAD: 'min' is given twice"
+step "a list with commas" bad "spill=node:0,node:0" "SICM_PRELOAD: expected key=value, got 'node:0'"
+
+# The first releases' separator, ';' between settings and ',' in a list:
+# read as before, with one line saying what to write instead.
+old_separator() {
+  out=$(run "min=1M;device=node:0;spill=node:0,node:0" basic 2>&1) || return 1
+  echo "$out"
+  printf '%s\n' "$out" | grep -q "^libsicm-preload: SICM_PRELOAD: ';' between settings is deprecated" &&
+    [ "$(printf '%s\n' "$out" | grep -c "deprecated")" -eq 1 ]
+}
+step "old separator" old_separator
+step "a list with +" run "min=1M,device=node:0,spill=node:0+node:0" basic
 
 # Invalid frees of arena memory abort with a message, as glibc's do.
 aborts() {
-  out=$(run "min=1M;device=node:0" "$1" 2>&1)
+  out=$(run "min=1M,device=node:0" "$1" 2>&1)
   rc=$?
   echo "$out"
   [ "$rc" -ge 128 ] && printf '%s\n' "$out" | grep -q "free(): invalid pointer"
@@ -68,7 +81,7 @@ step "wild free aborts" aborts wild-free
 # sent one to the process allocator.
 stats=$(mktemp)
 at_exit() {
-  run "min=1M;device=node:0;spill=none;budget=8M;stats=$stats" budget >/dev/null || return 1
+  run "min=1M,device=node:0,spill=none,budget=8M,stats=$stats" budget >/dev/null || return 1
   cat "$stats"
   grep -q "node 0 dram: placed 6 (13.0 MiB), spilled here 0 (0 B), live 0 B, peak 8.0 MiB, budget 8.0 MiB" "$stats" &&
     grep -q "to the process allocator, no device having room: 1 (2.0 MiB)" "$stats"
@@ -76,7 +89,7 @@ at_exit() {
 step "statistics" at_exit
 rm -f "$stats"
 on_signal() {
-  out=$(run "min=1M;device=node:0;signal=USR1" signal 2>&1) || return 1
+  out=$(run "min=1M,device=node:0,signal=USR1" signal 2>&1) || return 1
   echo "$out"
   printf '%s\n' "$out" | grep -q "node 0 dram: placed 2 (7.0 MiB), .* live 4.0 MiB" &&
     printf '%s\n' "$out" | grep -q "node 0 dram: placed 2 (7.0 MiB), .* live 0 B"

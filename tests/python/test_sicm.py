@@ -69,9 +69,20 @@ def test_bad_input_raises_never_crashes(dev):
         sicm.site_arenas(threshold=0)
     with pytest.raises(TypeError):
         sicm.autoplace(fast="hbm")
-    for cpu in (0, -0.1, 1.5):
+    for cpu in (0, -0.1, 1.5, "0%", "101%"):
         with pytest.raises(ValueError):
             sicm.autoplace(fast=dev, cpu=cpu)
+    # The values SICM_AUTOPLACE refuses, refused with the library's words
+    # before anything starts.
+    for kw, words in ((dict(interval=4294967.306), "interval"), (dict(interval=0.0005), "interval"),
+                      (dict(interval="1h"), "interval"), (dict(budget=2**64), "budget"),
+                      (dict(reserve=-1), "reserve"), (dict(half_life=0), "halflife"),
+                      (dict(budget="lots"), "budget")):
+        with pytest.raises(ValueError, match=words):
+            sicm.autoplace(fast=dev, **kw)
+    for kw in (dict(budget=1.5), dict(interval=[1]), dict(half_life=True), dict(fast=[dev, "hbm"])):
+        with pytest.raises(TypeError):
+            sicm.autoplace(**kw)
 
 
 def test_arrays_made_in_the_context_live_in_the_arena(dev):
@@ -277,6 +288,9 @@ def test_the_placer_starts_once_and_stops(dev):
             sicm.autoplace(fast=dev)
         assert e.value.errno == 16
     with sicm.autoplace(fast=dev, interval=0.05, monitor_only=True, cpu=0.5):
+        pass
+    # The grammar's own forms, as in SICM_AUTOPLACE.
+    with sicm.autoplace(fast=dev, interval="50ms", monitor_only=True, cpu="50%", budget="1M"):
         pass
     with sicm.autoplace(fast=dev, interval=0.05, monitor_only=True, sites=True, threshold=1) as p:
         x = np.ones(100)
