@@ -33,7 +33,7 @@ typedef struct sc_window {
    * Residency scans and moves stop there. */
   size_t reach;
   size_t room;                  /* bytes that can be handed out: all but a guard */
-  /* A hugetlb window's populated huge pages, a bit each (arena_huge.c);
+  /* A hugetlb window's populated huge pages, a bit each (arena_window.c);
    * NULL in the others. */
   unsigned long *populated;
   int borrowed;                 /* the caller's memory (a fixed arena): never unmapped */
@@ -53,7 +53,7 @@ typedef struct sc_binding {
 
 typedef struct sc_arena sc_arena;
 
-/* What the placer (place*.c) measured of an arena: sicm_arena_rates'
+/* What the placer (autoplace*.c) measured of an arena: sicm_arena_rates'
  * fields, each written by the placer's thread alone and read atomically
  * (the rate is a double's bits), so a report never waits for it. */
 typedef struct sc_arena_usage {

@@ -2,7 +2,7 @@
 /* arena_usage.c: what an arena carries for automatic placement — its
  * name, the rates the placer measured (sicm_arena_get_rates()) and how the
  * placer may treat it (sicm_arena_set_autoplace()).  The placer itself
- * (place*.c) sits above migration; it writes here, reports read here. */
+ * (autoplace*.c) sits above migration; it writes here, reports read here. */
 #include <errno.h>
 #include <string.h>
 
