@@ -108,6 +108,15 @@ void pl_release(void *ptr);
 /* Resize a placed block in its own arena when its tier has room for the
  * growth; NULL (block unchanged) otherwise. */
 void *pl_resize(void *ptr, size_t size);
+/* preload_sites.c: the hash of the site_depth return addresses of the call
+ * stack above the preload's own frames (the interposed function and what
+ * it calls). */
+uint64_t pl_site_hash(void);
+/* The site's arena on tier `tier`, made on first use; NULL: use the
+ * tier's own arena. */
+sicm_arena pl_site_arena(uint64_t hash, unsigned tier);
+/* Whether `arena` is one of the sites' arenas. */
+int pl_sites_own(sicm_arena arena);
 /* Loads backtrace's unwinder when sites= is on (at load, outside malloc). */
 void pl_sites_warm(void);
 /* preload_small.c: the arenas of blocks below `min` (small=sicm), one per

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* preload_place.c: which device takes a large allocation, and the table of
- * live placed blocks.  A tier takes a block when its live bytes stay within
+/* preload_place.c: which device takes a large allocation (the tiers), and
+ * the table of live placed blocks; a site's own arenas are preload_sites.c's.  A tier takes a block when its live bytes stay within
  * its budget and its node keeps `reserve` bytes free (the node's free
  * memory, plus what the tier's arena holds but has not handed out); else
  * the next tier is tried, and after the last the caller uses the process
@@ -13,8 +13,6 @@
  * What placement counts is printed by preload_stats.c. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <execinfo.h>
-#include <link.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,107 +147,12 @@ static sicm_arena tier_arena(pl_tier *t) {
   return arena;
 }
 
-/* ---------------------------------------------------------------- sites */
-
-typedef struct pl_site {
-  uint64_t hash;                 /* 0: empty */
-  sicm_arena arena[PL_TIERS_MAX];
-  int failed[PL_TIERS_MAX];
-} pl_site;
-
-static pl_site sites[PL_SITES_MAX * 2]; /* open addressing, at most half full */
-static unsigned sites_used;
-
-/* The preload's own code, whose frames a site's call stack skips. */
-static uintptr_t self_lo = UINTPTR_MAX, self_hi;
-
-static int self_find(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  uintptr_t here = (uintptr_t)arg;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && here - lo < hi - lo) {
-      self_lo = lo;
-      self_hi = hi;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* The hash of the site_depth return addresses of the call stack above the
- * preload's own frames (the interposed function and what it calls). */
-static uint64_t site_hash(void) {
-  enum { OWN_FRAMES_MAX = 6 };
-  void *frames[OWN_FRAMES_MAX + PL_SITE_DEPTH_MAX];
-  int n = backtrace(frames, OWN_FRAMES_MAX + (int)pl_conf.site_depth);
-  int i = 0;
-  while (i < n && (uintptr_t)frames[i] - self_lo < self_hi - self_lo)
-    i++;
-  uint64_t h = 1469598103934665603ull;
-  for (int end = i + (int)pl_conf.site_depth; i < n && i < end; i++)
-    h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 1099511628211ull;
-  return h ? h : 1;
-}
-
-/* The site's arena on tier `tier`, made on first use; NULL: use the
- * tier's own arena. */
-static sicm_arena site_arena(uint64_t hash, unsigned tier) {
-  pthread_mutex_lock(&pl_lock);
-  pl_site *site = NULL;
-  for (unsigned i = (unsigned)(hash % (PL_SITES_MAX * 2));; i = (i + 1) % (PL_SITES_MAX * 2)) {
-    if (sites[i].hash == hash || sites[i].hash == 0) {
-      site = &sites[i];
-      break;
-    }
-  }
-  if (site->hash == 0 && sites_used < PL_SITES_MAX) {
-    site->hash = hash;
-    sites_used++;
-  }
-  sicm_arena arena = NULL;
-  if (site->hash == hash && !site->failed[tier]) {
-    arena = site->arena[tier];
-    if (arena == NULL) {
-      pl_tier *t = &pl_conf.tiers[tier];
-      arena = sicm_arena_create_devices(0, &t->device, 1,
-                                        SICM_ARENA_PREFERRED | SICM_ARENA_AUTOPLACE);
-      char name[SICM_ARENA_NAME_MAX];
-      pl_text text = {.len = 0};
-      pl_text_str(&text, "site-");
-      pl_text_hex(&text, hash & 0xffffffffffffull);
-      snprintf(name, sizeof name, "%.*s", (int)text.len, text.buf);
-      if (arena != NULL)
-        sicm_arena_set_name(arena, name);
-      site->failed[tier] = arena == NULL;
-      site->arena[tier] = arena;
-    }
-  }
-  pthread_mutex_unlock(&pl_lock);
-  return arena;
-}
-
 /* Whether `arena` is one of the preload's own (a tier's or a site's). */
 static int arena_is_ours(sicm_arena arena) {
   for (unsigned i = 0; i < pl_conf.ntiers; i++)
     if (__atomic_load_n(&pl_conf.tiers[i].arena, __ATOMIC_ACQUIRE) == arena)
       return 1;
-  int ours = 0;
-  pthread_mutex_lock(&pl_lock);
-  for (unsigned i = 0; i < PL_SITES_MAX * 2 && !ours; i++)
-    for (unsigned t = 0; t < pl_conf.ntiers && !ours; t++)
-      ours = sites[i].hash && sites[i].arena[t] == arena;
-  pthread_mutex_unlock(&pl_lock);
-  return ours;
-}
-
-void pl_sites_warm(void) {
-  void *frame;
-  if (!pl_conf.site_depth)
-    return;
-  dl_iterate_phdr(self_find, (void *)(uintptr_t)&site_hash);
-  backtrace(&frame, 1); /* loads the unwinder now, not inside a malloc */
+  return pl_sites_own(arena);
 }
 
 /* A block of `size` bytes joins tier `tier`: a new placement, or the
@@ -300,12 +203,12 @@ static void *block_record(void *p, unsigned tier, int new_placement) {
 
 void *pl_place(size_t size, size_t align, int zero) {
   int saved = errno;
-  uint64_t site = pl_conf.site_depth ? site_hash() : 0;
+  uint64_t site = pl_conf.site_depth ? pl_site_hash() : 0;
   for (unsigned i = 0; i < pl_conf.ntiers; i++) {
     pl_tier *t = &pl_conf.tiers[i];
     if (!tier_fits(t, size))
       continue;
-    sicm_arena arena = site ? site_arena(site, i) : NULL;
+    sicm_arena arena = site ? pl_site_arena(site, i) : NULL;
     if (arena == NULL)
       arena = tier_arena(t);
     if (arena == NULL)
