@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* memkind.c: memkind's kinds on libsicm arenas — the memkind-compatible
- * library (libmemkind.so.0 in $libdir/sicm/memkind).  A kind names a
- * memory type (HBM, capacity, any, or an attribute), a scope (the nearest
- * node of that type, all of them, or those local to the calling CPU) and a
- * placement (bind, preferred, interleave).  Each kind gets one libsicm
- * arena per initiator node, created on first use, bound to the devices the
- * kind selects from that node.  MEMKIND_REGULAR is the process's malloc;
- * MEMKIND_DEFAULT too where the process's memory policy is not the
- * default (memkind_init.c).
+ * library (libmemkind.so.0 in $libdir/sicm/memkind).  A kind (the table of
+ * memkind_kinds.c) names a memory type, a scope and a placement.  Each kind
+ * gets one libsicm arena per initiator node, created on first use, bound
+ * to the devices the kind selects from that node: this file holds those
+ * arenas, cached per CPU, and memkind.h's allocation calls.
+ * MEMKIND_REGULAR is the process's malloc; MEMKIND_DEFAULT too where the
+ * process's memory policy is not the default (memkind_init.c).
  * Only libsicm's public API is used, with its header's inline paths: a
  * kind's allocation is a load of the calling CPU's arena for the kind
  * from mk_fast and an inline sicm_arena_alloc, its free the header's
@@ -25,100 +24,12 @@
 #include "../base_settings.h"
 #include "memkind_internal.h"
 
-#define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL, NULL, 0}
-#define HUGE_KIND(name, memory, scope, place, page) {name, memory, scope, place, page, NULL, NULL, 0}
-#define MB2 ((size_t)2 << 20)
-#define GB1 ((size_t)1 << 30)
-static struct memkind kinds[MK_KINDS_MAX] = {
-    KIND("memkind_default", MEM_LOCAL, SCOPE_NEAREST, PLACE_PREFERRED),
-    KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
-    KIND("memkind_hbw", MEM_HBW, SCOPE_NEAREST, PLACE_BIND),
-    KIND("memkind_hbw_all", MEM_HBW, SCOPE_ALL, PLACE_BIND),
-    KIND("memkind_hbw_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED),
-    KIND("memkind_hbw_interleave", MEM_HBW, SCOPE_ALL, PLACE_INTERLEAVE),
-    KIND("memkind_interleave", MEM_ANY, SCOPE_ALL, PLACE_INTERLEAVE),
-    KIND("memkind_dax_kmem", MEM_CAPACITY, SCOPE_NEAREST, PLACE_BIND),
-    KIND("memkind_dax_kmem_all", MEM_CAPACITY, SCOPE_ALL, PLACE_BIND),
-    KIND("memkind_dax_kmem_preferred", MEM_CAPACITY, SCOPE_NEAREST, PLACE_PREFERRED),
-    KIND("memkind_dax_kmem_interleave", MEM_CAPACITY, SCOPE_ALL, PLACE_INTERLEAVE),
-    KIND("memkind_highest_capacity", MEM_HIGHEST_CAPACITY, SCOPE_ALL, PLACE_BIND),
-    KIND("memkind_highest_capacity_preferred", MEM_HIGHEST_CAPACITY, SCOPE_ALL, PLACE_PREFERRED),
-    KIND("memkind_highest_capacity_local", MEM_HIGHEST_CAPACITY, SCOPE_LOCAL, PLACE_BIND),
-    KIND("memkind_highest_capacity_local_preferred", MEM_HIGHEST_CAPACITY, SCOPE_LOCAL,
-         PLACE_PREFERRED),
-    KIND("memkind_lowest_latency_local", MEM_LOWEST_LATENCY, SCOPE_LOCAL, PLACE_BIND),
-    KIND("memkind_lowest_latency_local_preferred", MEM_LOWEST_LATENCY, SCOPE_LOCAL,
-         PLACE_PREFERRED),
-    KIND("memkind_highest_bandwidth_local", MEM_HIGHEST_BANDWIDTH, SCOPE_LOCAL, PLACE_BIND),
-    KIND("memkind_highest_bandwidth_local_preferred", MEM_HIGHEST_BANDWIDTH, SCOPE_LOCAL,
-         PLACE_PREFERRED),
-    /* Hugetlb pages from the nodes' reserved pools: MEMKIND_HUGETLB and
-     * MEMKIND_GBTLB take the default policy's (the nearest pool first). */
-    HUGE_KIND("memkind_hugetlb", MEM_ANY, SCOPE_NEAREST, PLACE_PREFERRED, MB2),
-    HUGE_KIND("memkind_hbw_hugetlb", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, MB2),
-    HUGE_KIND("memkind_hbw_preferred_hugetlb", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, MB2),
-    HUGE_KIND("memkind_hbw_all_hugetlb", MEM_HBW, SCOPE_ALL, PLACE_BIND, MB2),
-    HUGE_KIND("memkind_gbtlb", MEM_ANY, SCOPE_NEAREST, PLACE_PREFERRED, GB1),
-    HUGE_KIND("memkind_hbw_gbtlb", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, GB1),
-    HUGE_KIND("memkind_hbw_preferred_gbtlb", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, GB1),
-};
 #define NKINDS MK_NKINDS /* the static kinds; file-backed ones follow, made at run time */
 /* The process's malloc.  Compared by address on the fast path: reading the
  * exported MEMKIND_REGULAR, or the kind, would be a load. */
-#define KIND_REGULAR (&kinds[1])
+#define KIND_REGULAR (&mk_kinds[MK_KIND_REGULAR])
 
 struct mk_fast mk_fast;
-
-memkind_t MEMKIND_DEFAULT = &kinds[0];
-memkind_t MEMKIND_REGULAR = KIND_REGULAR;
-memkind_t MEMKIND_HBW = &kinds[2];
-memkind_t MEMKIND_HBW_ALL = &kinds[3];
-memkind_t MEMKIND_HBW_PREFERRED = &kinds[4];
-memkind_t MEMKIND_HBW_INTERLEAVE = &kinds[5];
-memkind_t MEMKIND_INTERLEAVE = &kinds[6];
-memkind_t MEMKIND_DAX_KMEM = &kinds[7];
-memkind_t MEMKIND_DAX_KMEM_ALL = &kinds[8];
-memkind_t MEMKIND_DAX_KMEM_PREFERRED = &kinds[9];
-memkind_t MEMKIND_DAX_KMEM_INTERLEAVE = &kinds[10];
-memkind_t MEMKIND_HIGHEST_CAPACITY = &kinds[11];
-memkind_t MEMKIND_HIGHEST_CAPACITY_PREFERRED = &kinds[12];
-memkind_t MEMKIND_HIGHEST_CAPACITY_LOCAL = &kinds[13];
-memkind_t MEMKIND_HIGHEST_CAPACITY_LOCAL_PREFERRED = &kinds[14];
-memkind_t MEMKIND_LOWEST_LATENCY_LOCAL = &kinds[15];
-memkind_t MEMKIND_LOWEST_LATENCY_LOCAL_PREFERRED = &kinds[16];
-memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL = &kinds[17];
-memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL_PREFERRED = &kinds[18];
-memkind_t MEMKIND_HUGETLB = &kinds[19];
-memkind_t MEMKIND_HBW_HUGETLB = &kinds[20];
-memkind_t MEMKIND_HBW_PREFERRED_HUGETLB = &kinds[21];
-memkind_t MEMKIND_HBW_ALL_HUGETLB = &kinds[22];
-memkind_t MEMKIND_GBTLB = &kinds[23];
-memkind_t MEMKIND_HBW_GBTLB = &kinds[24];
-memkind_t MEMKIND_HBW_PREFERRED_GBTLB = &kinds[25];
-
-memkind_t mk_kind(unsigned i) { return i < MK_KINDS_MAX ? &kinds[i] : NULL; }
-
-/* memkind's choice (hbw_choose_kind) for each policy and page size, but
- * that the preferred policy keeps its HBW kinds where no HBM exists: they
- * fall back to the local node then (kind_arena_make), as memkind's
- * default kinds would place, and hbw_free knows their blocks.
- * Interleaving has base pages only (the caller refuses the others). */
-memkind_t mk_hbw_kind(int policy, int pagesize) {
-  int huge = pagesize == HBW_PAGESIZE_2MB, giant = pagesize >= HBW_PAGESIZE_1GB_STRICT;
-  switch (policy) {
-  case HBW_POLICY_BIND:
-    return giant ? MEMKIND_HBW_GBTLB : huge ? MEMKIND_HBW_HUGETLB : MEMKIND_HBW;
-  case HBW_POLICY_BIND_ALL:
-    return giant ? MEMKIND_HBW_GBTLB : huge ? MEMKIND_HBW_ALL_HUGETLB : MEMKIND_HBW_ALL;
-  case HBW_POLICY_INTERLEAVE:
-    return MEMKIND_HBW_INTERLEAVE;
-  case HBW_POLICY_PREFERRED:
-    return giant ? MEMKIND_HBW_PREFERRED_GBTLB
-                 : huge ? MEMKIND_HBW_PREFERRED_HUGETLB : MEMKIND_HBW_PREFERRED;
-  default:
-    return NULL;
-  }
-}
 
 /* ---- the calling thread's CPU ----
  * Read from the thread's rseq area, which the kernel rewrites whenever the
@@ -145,9 +56,9 @@ static inline int cpu_now(void) {
 
 /* A static kind, or a file-backed one that exists (its slot has a name). */
 static int kind_valid(memkind_t kind) {
-  if (kind >= &kinds[0] && kind < &kinds[NKINDS])
+  if (kind >= &mk_kinds[0] && kind < &mk_kinds[NKINDS])
     return 1;
-  return kind >= &kinds[NKINDS] && kind < &kinds[MK_KINDS_MAX] &&
+  return kind >= &mk_kinds[NKINDS] && kind < &mk_kinds[MK_KINDS_MAX] &&
          __atomic_load_n(&kind->name, __ATOMIC_ACQUIRE) != NULL;
 }
 int mk_kind_valid(memkind_t kind) { return kind_valid(kind); }
@@ -223,7 +134,7 @@ static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
   }
   if (mk_kind_single(k)) { /* one arena, whatever the node */
     if ((unsigned)cpu < MK_FAST_CPUS)
-      __atomic_store_n(&mk_fast.arena[cpu][k - kinds], k->single_arena, __ATOMIC_RELEASE);
+      __atomic_store_n(&mk_fast.arena[cpu][k - mk_kinds], k->single_arena, __ATOMIC_RELEASE);
     return k->single_arena;
   }
   int node = cpu >= 0 && cpu < mk_machine.ncpus ? mk_machine.cpu_node[cpu] : -1;
@@ -238,7 +149,7 @@ static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
   if (arena == NULL)
     arena = kind_arena_make(k, node);
   if (arena != NULL && by_cpu && cpu < MK_FAST_CPUS)
-    __atomic_store_n(&mk_fast.arena[cpu][k - kinds], arena, __ATOMIC_RELEASE);
+    __atomic_store_n(&mk_fast.arena[cpu][k - mk_kinds], arena, __ATOMIC_RELEASE);
   if (arena != NULL)
     errno = saved_errno;
   return arena;
@@ -246,7 +157,7 @@ static sicm_arena kind_arena_slow(memkind_t k, int cpu) {
 
 /* The kind's arena for `cpu` from mk_fast, or NULL. */
 static inline sicm_arena kind_arena_cached(memkind_t k, int cpu) {
-  return (unsigned)cpu < MK_FAST_CPUS ? __atomic_load_n(&mk_fast.arena[cpu][k - kinds],
+  return (unsigned)cpu < MK_FAST_CPUS ? __atomic_load_n(&mk_fast.arena[cpu][k - mk_kinds],
                                                         __ATOMIC_ACQUIRE)
                                       : NULL;
 }
@@ -307,10 +218,10 @@ static inline memkind_t kind_of_arena(sicm_arena arena) {
   if (__builtin_expect(kind != NULL, 1))
     return kind;
   for (unsigned k = 0; k < NKINDS; k++) {
-    sicm_arena *table = __atomic_load_n(&kinds[k].arenas, __ATOMIC_ACQUIRE);
+    sicm_arena *table = __atomic_load_n(&mk_kinds[k].arenas, __ATOMIC_ACQUIRE);
     for (int node = 0; table != NULL && node < mk_machine.node_slots; node++)
       if (__atomic_load_n(&table[node], __ATOMIC_ACQUIRE) == arena)
-        return &kinds[k];
+        return &mk_kinds[k];
   }
   return NULL;
 }

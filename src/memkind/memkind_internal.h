@@ -34,7 +34,7 @@ struct memkind {
   size_t single_size;           /* and its bytes */
 };
 
-#define MK_NKINDS 26            /* the static kinds of memkind.c */
+#define MK_NKINDS 26            /* the static kinds of memkind_kinds.c */
 #define MK_FILE_KINDS 64        /* file-backed kinds that may exist at once */
 #define MK_KINDS_MAX (MK_NKINDS + MK_FILE_KINDS)
 /* CPUs whose arenas the fast path keeps: glibc's CPU_SETSIZE.  A thread on
@@ -89,8 +89,13 @@ int mk_ready(void);
 unsigned mk_kind_devices(const struct memkind *k, int node, sicm_device **out);
 int mk_is_hbw_device(const sicm_device *d);
 
-/* The i-th kind slot of memkind.c (NULL past the last; a file-backed
- * slot is free while its name is NULL), and whether a kind exists. */
+/* ---- memkind_kinds.c ---- */
+/* Every kind slot: the static kinds, then the file-backed ones (a slot is
+ * free while its name is NULL).  Hidden, so that &mk_kinds[i] is a
+ * constant of the fast path, not a load. */
+extern struct memkind mk_kinds[MK_KINDS_MAX] __attribute__((visibility("hidden")));
+#define MK_KIND_REGULAR 1 /* the process's malloc */
+/* The i-th kind slot (NULL past the last), and whether a kind exists. */
 memkind_t mk_kind(unsigned i);
 int mk_kind_valid(memkind_t kind);
 /* Whether the kind's memory is the process heap's now. */
