@@ -42,7 +42,7 @@ setup(
     install_requires=["numpy>=1.22"],
     ext_modules=[Extension(
         "sicm._sicm",
-        sources=["src/module.c", "src/arena.c", "src/sites.c"],
+        sources=["src/module.c", "src/device.c", "src/handler.c", "src/arena.c", "src/sites.c"],
         depends=["src/sicm_py.h"],
         include_dirs=[numpy.get_include()] + include_dirs,
         library_dirs=library_dirs,

@@ -43,15 +43,18 @@ extern PyTypeObject sicm_py_DeviceType;
 extern PyTypeObject sicm_py_ArenaType;
 extern PyTypeObject sicm_py_SiteArenasType;
 
+/* ---- device.c ---- */
 /* Sets OSError(errno, "<what>: <strerror>") and returns NULL. */
 PyObject *sicm_py_oserror(const char *what);
 /* The device object of `dev` (a new reference). */
 PyObject *sicm_py_device_new(sicm_device *dev);
 /* The device behind a Device argument, or NULL with TypeError set. */
 sicm_device *sicm_py_device_arg(PyObject *obj, const char *what);
+/* ---- arena.c ---- */
 /* A new arena object on `dev` (reference), or NULL with the error set. */
 ArenaObject *sicm_py_arena_new(sicm_device *dev, size_t maxsize, const char *name);
 
+/* ---- handler.c ---- */
 /* NEP 49: install `capsule` as numpy's handler of the current context,
  * remembering the one it replaces on this context's stack; restore it. */
 int sicm_py_handler_push(PyObject *capsule);
@@ -65,7 +68,8 @@ PyObject *sicm_py_exit(PyObject *self, PyObject *args);
  * reference to allocator.ctx, and counts itself in *handlers (NULL: no
  * count) while it lives. */
 PyObject *sicm_py_capsule(const char *name, PyDataMemAllocator allocator, atomic_long *handlers);
-/* A handler capsule over an arena object / a SiteArenas object. */
+/* A handler capsule over an arena object (arena.c) / a SiteArenas object
+ * (sites.c). */
 PyObject *sicm_py_arena_capsule(ArenaObject *a);
 PyObject *sicm_py_sites_capsule(PyObject *sites);
 
