@@ -126,7 +126,7 @@ SICM_API int sicm_autoplace_config_init(sicm_autoplace_config *c);
  * that takes the placer's settings from its own users.  Returns 0, or -1
  * with errno EINVAL (c or text NULL, or a setting that does not parse or
  * check; sicm_error_detail() names it), EPERM or ENODEV (as
- * sicm_autoplace_config_init()). */
+ * sicm_autoplace_config_init()); on failure *c is unchanged. */
 SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *text);
 
 /* Start the placer: a thread that each interval measures every arena that

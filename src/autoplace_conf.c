@@ -191,14 +191,19 @@ static const sc_setting autoplace_keys[] = {
 int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *text) {
   if (c == NULL || text == NULL)
     return sc_fail(EINVAL, "sicm_autoplace_config_parse: %s is NULL", c ? "text" : "c");
-  if (sicm_autoplace_config_init(c) != 0)
+  /* Into a copy: a refused text leaves *c as it was. */
+  sicm_autoplace_config parsed;
+  if (sicm_autoplace_config_init(&parsed) != 0)
     return -1;
   int on;
-  if (sc_setting_bool(text, &on) == 0 && on)
-    return 0;
   char why[SC_SETTINGS_WHY_MAX];
-  if (sc_settings_parse("libsicm", "SICM_AUTOPLACE", text, autoplace_keys,
-                        sizeof autoplace_keys / sizeof autoplace_keys[0], c, why, sizeof why) != 0)
+  if (!(sc_setting_bool(text, &on) == 0 && on) &&
+      sc_settings_parse("libsicm", "SICM_AUTOPLACE", text, autoplace_keys,
+                        sizeof autoplace_keys / sizeof autoplace_keys[0], &parsed, why,
+                        sizeof why) != 0)
     return sc_fail(EINVAL, "%s", why);
-  return sc_autoplace_config_check(c);
+  if (sc_autoplace_config_check(&parsed) != 0)
+    return -1;
+  *c = parsed;
+  return 0;
 }

@@ -228,6 +228,12 @@ TEST(AutoplaceConfig, TheVariableIsReadStrictly) {
   ASSERT_EQ(0, sicm_autoplace_config_parse(&c, "interval=0.5s, budget=1.5G, cpu=1% "));
   EXPECT_EQ(500u, c.interval_ms);
   EXPECT_EQ((size_t)3 << 29, c.budget);
+  // A refused text leaves the configuration as it was.
+  sicm_autoplace_config before = c;
+  EXPECT_EQ(-1, sicm_autoplace_config_parse(&c, "budget=2G,interval=0"));
+  EXPECT_EQ(0, memcmp(&before, &c, sizeof c));
+  EXPECT_EQ(-1, sicm_autoplace_config_parse(&c, "reserve=16T"));
+  EXPECT_EQ(0, memcmp(&before, &c, sizeof c)) << "refused by the checks after the parse";
   errno = 0;
   EXPECT_EQ(-1, sicm_autoplace_config_parse(nullptr, "on"));
   EXPECT_EQ(EINVAL, errno);
