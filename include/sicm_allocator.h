@@ -77,8 +77,8 @@ typedef struct sicm_allocator sicm_allocator;
  * ALLOCATOR_FB uses the FB_DATA allocator.  POOL_SIZE bounds the usable
  * bytes of the allocator's live blocks: whichever call frees or resizes a
  * block (sicm_allocator_free(), sicm_free(), sicm_realloc(), ...), the pool
- * gets its bytes back at once; an allocator with a pool keeps no blocks in
- * thread caches, so its pair costs jemalloc's uncached path.
+ * gets its bytes back at once: an allocator with a pool keeps no blocks in
+ * thread caches, and each of its pairs goes to the arena's jemalloc arena.
  * Returns the allocator, or NULL with errno EPERM (not initialized),
  * EINVAL (unknown space, key or value, alignment not a power of two,
  * pool size 0, ALLOCATOR_FB without FB_DATA, traits NULL with ntraits > 0),
