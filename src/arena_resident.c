@@ -4,7 +4,7 @@
  * touched, so counting and moving an arena costs what its resident pages
  * cost, not what the address range it ever used costs: asking
  * move_pages(2) for the node of every page of that range cost a system
- * call's lookup per page, resident or not (BENCHMARKS.md, "The fixed cost
+ * call's lookup per page, resident or not (docs/bench-history.md, "The fixed cost
  * of a move").  Shared arenas walk their segment's runs with it too. */
 #include <errno.h>
 #include <stdlib.h>

@@ -40,7 +40,7 @@ static size_t room_margin(size_t bytes) { return ((size_t)32 << 20) + bytes / 16
  * fill the target meanwhile, and fail cleanly (move_pages and mbind never
  * call the OOM killer) when it lacks room: they skip the check and the
  * preferred binding, whose sysfs reads would cost a small move many times
- * its own work (BENCHMARKS.md, "The fixed cost of a move"). */
+ * its own work (docs/bench-history.md, "The fixed cost of a move"). */
 #define MOVE_GUARDED_MIN ((size_t)16 << 20)
 
 /* A strict target must have room for the resident pages that are not on
