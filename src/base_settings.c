@@ -18,16 +18,17 @@ static size_t number_parse(const char *s, unsigned long long *whole, unsigned lo
   *whole = *fraction = 0;
   *scale = 1;
   for (; s[n] >= '0' && s[n] <= '9'; n++) {
-    if (*whole > (~0ull - 9) / 10)
+    unsigned digit = (unsigned)(s[n] - '0');
+    if (*whole > (~0ull - digit) / 10)
       return 0;
-    *whole = *whole * 10 + (unsigned)(s[n] - '0');
+    *whole = *whole * 10 + digit;
   }
   if (n == 0 || s[n] != '.')
     return n;
   size_t f = n + 1;
   for (; s[f] >= '0' && s[f] <= '9'; f++) {
     if (*scale > 100000000000000000ull)
-      return 0; /* more fraction digits than anyone means */
+      continue; /* digits past the 18th change nothing a setting can hold */
     *fraction = *fraction * 10 + (unsigned)(s[f] - '0');
     *scale *= 10;
   }
@@ -51,7 +52,7 @@ int sc_setting_size(const char *s, size_t *out) {
   if (n == 0)
     return -1;
   const char *end = s + n, *units = "KMGT";
-  const char *u = *end ? strchr(units, *end & ~0x20) : NULL;
+  const char *u = *end ? memchr(units, *end & ~0x20, 4) : NULL;
   if (u != NULL) {
     unit <<= 10 * (u - units + 1);
     end++;
@@ -189,6 +190,8 @@ int sc_settings_parse(const char *who, const char *variable, const char *text,
     if (next != NULL)
       *next++ = '\0';
     item = trim(item);
+    if (*item == '\0' && separator == ';')
+      continue; /* the old grammar skipped empty items */
     if (*item == '\0') {
       snprintf(why, why_len, "an empty setting (a '%c' too many)", separator);
       return -1;

@@ -36,8 +36,14 @@ TEST(Settings, SizesAreNumbersWithBinaryUnits) {
     ASSERT_EQ(0, sc_setting_size(g.text, &v)) << g.text;
     EXPECT_EQ(g.bytes, v) << g.text;
   }
+  size_t max = 0;
+  ASSERT_EQ(0, sc_setting_size("18446744073709551615", &max)) << "the largest size_t";
+  EXPECT_EQ(SIZE_MAX, max);
+  ASSERT_EQ(0, sc_setting_size("1.0000000000000000000001K", &max)) << "digits past the 18th";
+  EXPECT_EQ(1024u, max);
   for (const char *bad : {"", "K", "nan", "inf", "1e3", "0x10", "-5", "1.M", ".5M", "4x", "1 M",
-                          "1MM", "1iB", "18446744073709551616", "16777216T", "1.5.5"}) {
+                          "1 B", "512 iB", "1\tB", "1MM", "1iB", "18446744073709551616",
+                          "16777216T", "1.5.5"}) {
     size_t v = 7;
     EXPECT_EQ(-1, sc_setting_size(bad, &v)) << bad;
     EXPECT_EQ(7u, v) << "a refused value writes nothing: " << bad;
@@ -179,6 +185,9 @@ TEST(Settings, TheOldSeparatorIsReadWithANotice) {
   EXPECT_EQ("", testing::internal::GetCapturedStderr()) << "the new grammar: no notice";
   testing::internal::CaptureStderr();
   EXPECT_EQ(-1, Parse("size=2M;size=3M", &seen, &why)) << "one rule for duplicates in both";
+  seen = Seen();
+  ASSERT_EQ(0, Parse("size=1M;;list=a;", &seen, &why)) << "the old grammar skipped empty items";
+  EXPECT_EQ((size_t)1 << 20, seen.size);
   testing::internal::GetCapturedStderr();
 }
 
