@@ -29,6 +29,7 @@ named ``site:<file>:<line>`` in libsicm's statistics (``SICM_STATS``).
 Errors of the library are OSError with its errno (ENOMEM, EBUSY, ...);
 wrong types are TypeError, bad values ValueError.
 """
+import math
 import numbers
 import os as _os
 
@@ -140,6 +141,8 @@ def _setting(key, value, kind):
     taken as it is written; a number is written in the grammar, an int as
     bytes or intervals, a float as seconds or a share."""
     if isinstance(value, str):
+        if any(c in value for c in ",;="):
+            raise ValueError("%s=%r: a value holds no ',', ';' or '='" % (key, value))
         return "%s=%s" % (key, value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or (
             kind in ("size", "count") and not isinstance(value, numbers.Integral)):
@@ -150,8 +153,9 @@ def _setting(key, value, kind):
         raise TypeError("%s takes %s, not %r" % (key, want, value))
     if kind in ("size", "count"):
         return "%s=%d" % (key, value)
-    text = ("%.9f" % value).rstrip("0").rstrip(".")
-    return "%s=%s%s" % (key, text, "s" if kind == "time" else "")
+    if kind == "time":  # whole milliseconds, as interval takes them
+        return "%s=%dms" % (key, round(value * 1000)) if math.isfinite(value) else "%s=%r" % (key, value)
+    return "%s=%s" % (key, ("%.9f" % value).rstrip("0").rstrip("."))
 
 
 def autoplace(fast=None, budget=None, interval=None, reserve=None, half_life=None, sites=False,

@@ -77,7 +77,8 @@ def test_bad_input_raises_never_crashes(dev):
     for kw, words in ((dict(interval=4294967.306), "interval"), (dict(interval=0.0005), "interval"),
                       (dict(interval="1h"), "interval"), (dict(budget=2**64), "budget"),
                       (dict(reserve=-1), "reserve"), (dict(half_life=0), "halflife"),
-                      (dict(budget="lots"), "budget")):
+                      (dict(budget="lots"), "budget"), (dict(budget="2G,mode=monitor"), "budget"),
+                      (dict(interval=float("nan")), "interval"), (dict(interval=float("inf")), "interval")):
         with pytest.raises(ValueError, match=words):
             sicm.autoplace(fast=dev, **kw)
     for kw in (dict(budget=1.5), dict(interval=[1]), dict(half_life=True), dict(fast=[dev, "hbm"])):
