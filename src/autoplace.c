@@ -121,8 +121,8 @@ static int autoplace_move(unsigned slot, int promote, const char *why) {
     t->rates.moves_out++;
   __atomic_fetch_add(rc ? &placer.totals.moves_failed : &placer.totals.moves, 1, __ATOMIC_RELAXED);
   if (rc)
-    sc_autoplace_decision_record(slot, a, from[0]->node, to[0]->node, err, &report, "%s; refused: %s", why,
-                  sicm_error_detail());
+    sc_autoplace_decision_record(slot, a, from[0]->node, to[0]->node, err, &report,
+                                 "%s; refused: %s", why, sicm_error_detail());
   else
     sc_autoplace_decision_record(slot, a, from[0]->node, to[0]->node, 0, &report, "%s", why);
   return rc;
@@ -206,7 +206,8 @@ static sc_arena *track_arena(unsigned slot, uint64_t *generation, sicm_device **
   uint64_t moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
   if (moves != t->program_moves) { /* migrate.c pinned it */
     t->program_moves = moves;
-    sc_autoplace_decision_record(slot, a, -1, devs[0]->node, 0, NULL, "the program moved it: pinned");
+    sc_autoplace_decision_record(slot, a, -1, devs[0]->node, 0, NULL,
+                                 "the program moved it: pinned");
   }
   return a;
 }
@@ -265,7 +266,8 @@ static int placed_here(unsigned slot, sc_arena *a, uint64_t generation, int node
   int mine = a->ops->placer_claim(a);
   pthread_mutex_unlock(&a->migrate_lock);
   if (!mine && !t->placed_elsewhere)
-    sc_autoplace_decision_record(slot, a, -1, node, 0, NULL, "shared: another process's placer places it");
+    sc_autoplace_decision_record(slot, a, -1, node, 0, NULL,
+                                 "shared: another process's placer places it");
   t->placed_elsewhere = !mine;
   return mine;
 }

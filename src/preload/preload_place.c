@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* preload_place.c: which device takes a large allocation (the tiers), and
- * the table of live placed blocks; a site's own arenas are preload_sites.c's.  A tier takes a block when its live bytes stay within
+ * the table of live placed blocks; a site's own arenas are
+ * preload_sites.c's.  A tier takes a block when its live bytes stay within
  * its budget and its node keeps `reserve` bytes free (the node's free
  * memory, plus what the tier's arena holds but has not handed out); else
  * the next tier is tried, and after the last the caller uses the process
