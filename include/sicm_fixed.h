@@ -26,15 +26,19 @@ extern "C" {
  * fit what is left fails with ENOMEM).  Its bytes are not assumed zero, and
  * no page is ever given back to the system: it is the caller's.  Threads
  * have no cache of their own for it.
+ * A range of a few pages holds a block of any small size (one whose
+ * allocator run would not fit gets the next power of two).
  * With `dev` NULL the pages stay under the caller's memory policy, and the
  * arena cannot move (sicm_arena_set_device(): EINVAL).  With a device of
- * base pages, the range is bound to it first (pages already touched move
- * there) and moves as any arena's.
+ * base pages, the range is bound to it once every check has passed (pages
+ * already touched move there) and moves as any arena's.  A refused call
+ * binds and moves nothing.
  * Returns the arena, or NULL with errno
  *   EPERM   library not initialized;
- *   EINVAL  addr NULL, no whole page in the range, dev not from
- *           sicm_devices() or a hugetlb device, or the range overlaps
- *           another fixed arena or lies in another arena's memory;
+ *   EINVAL  addr NULL, no whole page in the range, a page of it not mapped
+ *           readable and writable, dev not from sicm_devices() or a
+ *           hugetlb device, or the range overlaps another fixed arena or
+ *           lies in another arena's memory;
  *   ENOMEM  256 fixed arenas exist, or out of memory;
  *   EAGAIN  the allocator has no free arena index;
  *   the errno of mbind(2) when the range cannot be bound to dev. */

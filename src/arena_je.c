@@ -245,6 +245,16 @@ static void zero_block(const sc_arena *a, void *p, size_t sz) {
     memset((void *)lo, 0, hi - lo);
 }
 
+/* A small class's slab may span several pages (one of 112-byte blocks
+ * spans seven), more than a fixed arena of a few pages holds; a power of
+ * two below a page has a slab of one page.  The size to retry a refused
+ * small request with in a fixed arena, or 0. */
+static size_t fixed_small_fallback(const sc_arena *a, size_t sz) {
+  if (!a->borrowed || sz == 0 || sz >= sc_page_size() || (sz & (sz - 1)) == 0)
+    return 0;
+  return (size_t)1 << (64 - __builtin_clzl(sz));
+}
+
 static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t align, int zero) {
   if (zero && align == 0) {
     void *p = private_alloc(a, generation, sz, 0, 0);
@@ -272,7 +282,8 @@ static void *private_alloc(sc_arena *a, uint64_t generation, size_t sz, size_t a
     p = je_mallocx(sz, flags);
   if (p != NULL) /* an alignment may raise the class: ask jemalloc then */
     sc_page_class_set(p, sc_class_of(align ? je_sallocx(p, 0) : sz));
-  return alloc_result(p, a, sz);
+  size_t up = p == NULL ? fixed_small_fallback(a, sz) : 0;
+  return up ? private_alloc(a, generation, up, align, zero) : alloc_result(p, a, sz);
 }
 
 /* The class of the block that starts at ptr, or SC_CLASSES_MAX with
@@ -322,6 +333,9 @@ static void *private_realloc(sc_arena *a, uint64_t generation, void *ptr, size_t
   void *p = je_rallocx(ptr, sz, flags);
   if (p == NULL && maxsize_relieve(a, cache))
     p = je_rallocx(ptr, sz, flags);
+  size_t up = p == NULL ? fixed_small_fallback(a, sz) : 0;
+  if (up && (p = je_rallocx(ptr, up, flags)) != NULL)
+    sz = up;
   if (p == NULL && old >= sc_je_size_classes.nbins)
     sc_page_class_set(ptr, old);
   if (p != NULL)
@@ -430,24 +444,33 @@ sicm_arena sicm_arena_create_fixed(void *addr, size_t size, sicm_device *dev) {
   if (addr == NULL || (uintptr_t)addr + size < (uintptr_t)addr || hi <= lo)
     return sc_fail_null(EINVAL, "a fixed arena needs a page of memory (%p, %zu bytes)", addr,
                         size);
+  if (!sc_range_writable(lo, hi))
+    return sc_fail_null(EINVAL, "the memory at %p is not all mapped readable and writable",
+                        addr);
   sc_binding binding = {.policy = MPOL_DEFAULT};
   if (dev != NULL) {
     if (sc_binding_make(s, &dev, 1, 0, &binding) != 0)
       return NULL;
     if (binding.huge_page)
       return sc_fail_null(EINVAL, "the caller's memory has base pages; the device has huge ones");
-    /* The pages already touched move now; the rest fault in on dev. */
-    if (mbind((void *)lo, hi - lo, binding.policy, binding.nodes.bits, SC_NODES_MAX,
-              MPOL_MF_MOVE) != 0)
-      return sc_fail_null(errno, "mbind of the memory at %p to node %d failed: %s", addr,
-                          dev->node, strerror(errno));
   }
   binding.capacity = hi - lo;
   sc_arena_config config = {.ops = &private_ops, .binding = &binding, .maxsize = hi - lo,
                             .borrowed_base = (void *)lo, .borrowed_size = hi - lo};
+  /* The arena first: it refuses a range that is another arena's, which
+   * must not be bound, nor its pages moved, by a call that fails. */
   sicm_arena sa = sc_arena_create(&config);
-  if (sa != NULL)
-    fixed_prime(sc_arena_resolve(sa));
+  if (sa == NULL)
+    return NULL;
+  /* The pages already touched move now; the rest fault in on dev. */
+  if (dev != NULL && mbind((void *)lo, hi - lo, binding.policy, binding.nodes.bits,
+                           SC_NODES_MAX, MPOL_MF_MOVE) != 0) {
+    int err = errno;
+    sicm_arena_destroy(sa);
+    return sc_fail_null(err, "mbind of the memory at %p to node %d failed: %s", addr,
+                        dev->node, strerror(err));
+  }
+  fixed_prime(sc_arena_resolve(sa));
   return sa;
 }
 

@@ -181,6 +181,23 @@ uintptr_t sc_address_hole(size_t size, size_t align) {
   return best_lo + (((best_hi - best_lo - span) / 2) & ~(uintptr_t)(align - 1));
 }
 
+int sc_range_writable(uintptr_t lo, uintptr_t hi) {
+  FILE *maps = fopen("/proc/self/maps", "re");
+  if (maps == NULL)
+    return 0;
+  uintptr_t covered = lo, start, end;
+  char line[512], perms[8];
+  while (covered < hi && fgets(line, sizeof line, maps) != NULL) {
+    if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) != 3 || end <= covered)
+      continue;
+    if (start > covered || perms[0] != 'r' || perms[1] != 'w')
+      break; /* a hole, or pages the caller cannot both read and write */
+    covered = end;
+  }
+  fclose(maps);
+  return covered >= hi;
+}
+
 void *sc_slot_table_grow(void *table, unsigned *cap, unsigned slot, pthread_key_t exit_key) {
   unsigned grown_cap = *cap ? *cap : 16;
   while (grown_cap <= slot)

@@ -98,6 +98,9 @@ uint64_t sc_clock_ns(clockid_t id);
  * none does.  Other processes of the same program almost always have that
  * range free too: shared arenas and the node-wide topology map there. */
 uintptr_t sc_address_hole(size_t size, size_t align);
+/* 1 when every page of [lo, hi) is mapped readable and writable in this
+ * process (/proc/self/maps), else 0. */
+int sc_range_writable(uintptr_t lo, uintptr_t hi);
 
 /* A node set in the layout mbind(2) and move_pages(2) take. */
 typedef struct sc_nodemask {

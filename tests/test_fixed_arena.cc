@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // test_fixed_arena.cc: fixed arenas (sicm_arena_create_fixed) — blocks
 // only from the caller's range, several ranges to one 16 GiB chunk of
-// address space, nothing assumed zero, the range kept at destroy, and the
-// errors.
+// address space, nothing assumed zero, the range
+// kept at destroy, and the errors, which change nothing.
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <numaif.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -191,6 +192,71 @@ TEST_F(FixedArena, WithADeviceItIsBoundAndMoves) {
   EXPECT_EQ(0, sicm_arena_set_device(a, dev_)) << sicm_error_detail();
   sicm_free(p);
   EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+// A refused call binds nothing: the other arena's pages keep its policy.
+TEST_F(FixedArena, ARefusedRangeKeepsItsOwnersPolicy) {
+  sicm_arena other = sicm_arena_create_devices(0, &dev_, 1, SICM_ARENA_PREFERRED);
+  ASSERT_NE(nullptr, other) << sicm_error_detail();
+  auto *block = (char *)sicm_arena_alloc(other, 4 * kMiB);
+  ASSERT_NE(nullptr, block);
+  memset(block, 1, 4 * kMiB);
+  int before = -1, after = -1;
+  ASSERT_EQ(0, get_mempolicy(&before, nullptr, 0, block + kMiB, MPOL_F_ADDR));
+  EXPECT_EQ(nullptr, sicm_arena_create_fixed(block, 4 * kMiB, dev_));
+  EXPECT_EQ(EINVAL, errno);
+  ASSERT_EQ(0, get_mempolicy(&after, nullptr, 0, block + kMiB, MPOL_F_ADDR));
+  EXPECT_EQ(before, after);
+  EXPECT_EQ(MPOL_PREFERRED, after);
+  sicm_free(block);
+  EXPECT_EQ(0, sicm_arena_destroy(other));
+}
+
+// Memory the caller cannot write, or has not mapped, holds no blocks.
+TEST_F(FixedArena, UnwritableOrUnmappedRangesAreRefused) {
+  const size_t page = sysconf(_SC_PAGESIZE);
+  for (int prot : {PROT_READ, PROT_NONE}) {
+    void *p = mmap(nullptr, 4 * page, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, p);
+    maps_.push_back({(char *)p, 4 * page});
+    EXPECT_EQ(nullptr, sicm_arena_create_fixed(p, 4 * page, dev_)) << "prot " << prot;
+    EXPECT_EQ(EINVAL, errno);
+  }
+  char *buf = Map(4 * page, 0);
+  ASSERT_NE(nullptr, buf);
+  munmap(buf + 2 * page, 2 * page);  // the range runs past the mapping
+  EXPECT_EQ(nullptr, sicm_arena_create_fixed(buf, 4 * page, nullptr));
+  EXPECT_EQ(EINVAL, errno);
+  sicm_arena a = sicm_arena_create_fixed(buf, 2 * page, nullptr);
+  EXPECT_NE(nullptr, a) << "the mapped part";
+  if (a) EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+// A range of a few pages holds a block of any small size, though the
+// allocator's run of blocks of that size would span more pages.
+TEST_F(FixedArena, AFewPagesHoldABlockOfAnySmallSize) {
+  const size_t page = sysconf(_SC_PAGESIZE);
+  for (size_t pages = 1; pages <= 4; pages++) {
+    for (size_t size : {1, 8, 100, 112, 3000, 4096}) {
+      char *buf;
+      sicm_arena a = Fixed(pages * page, 0, &buf);
+      ASSERT_NE(nullptr, a);
+      auto *p = (char *)sicm_arena_alloc(a, size);
+      EXPECT_NE(nullptr, p) << pages << " pages, " << size << " B: " << sicm_error_detail();
+      EXPECT_TRUE(p == nullptr || Inside(p, size, buf, pages * page));
+      if (p != nullptr) EXPECT_GE(sicm_usable_size(p), size);
+      sicm_free(p);
+      // With a page for each run, a block grows to any small size too.
+      auto *q = pages >= 2 ? (char *)sicm_arena_alloc(a, 8) : nullptr;
+      if (q != nullptr && size + 1 < page) {
+        q = (char *)sicm_realloc(q, size + 1);
+        EXPECT_NE(nullptr, q) << pages << " pages, realloc to " << size + 1;
+        EXPECT_TRUE(q == nullptr || Inside(q, size + 1, buf, pages * page));
+      }
+      sicm_free(q);
+      EXPECT_EQ(0, sicm_arena_destroy(a));
+    }
+  }
 }
 
 }  // namespace
