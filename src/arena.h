@@ -263,7 +263,8 @@ void sc_fronts_fork_unlock(int child);
 /* ---- arena_window.c: address windows and the chunk -> arena table ---- */
 #define SC_CHUNK_COUNT ((size_t)1 << (SC_ADDRESS_BITS - SC_CHUNK_SHIFT))
 /* In sc_chunk_owner: the chunk holds the end of a window that does not
- * fill it, so an address there must be checked against the windows. */
+ * fill it, so an address there must be checked against the windows (and
+ * then against fixed arenas' ranges, which may share the chunk). */
 #define SC_CHUNK_PARTIAL 0x8000u
 /* In sc_chunk_owner: the chunk holds fixed arenas' windows (the caller's
  * memory, anywhere, several to a chunk): the owner is found in their list. */
@@ -294,7 +295,7 @@ static inline sc_arena *sc_window_owner(const void *p) {
   sc_arena *a = __atomic_load_n(&sc_arena_slots[(owner & ~SC_CHUNK_PARTIAL) - 1],
                                 __ATOMIC_ACQUIRE);
   if ((owner & SC_CHUNK_PARTIAL) && !sc_window_contains(a, addr))
-    return NULL;
+    return sc_window_owner_fixed(addr); /* fixed ranges may share the chunk */
   return a;
 }
 /* 1 when private windows are mapped readable and writable from the start

@@ -80,6 +80,23 @@ static int fixed_in_chunk(uintptr_t c, const fixed_range *except) {
   return 0;
 }
 
+/* Whether [lo, hi) meets a window of the arena whose chunk-table entry is
+ * `owner` (a full chunk always does).  Lock-free: windows are published
+ * before the entry and never change while it names them. */
+static int window_meets(unsigned owner, uintptr_t lo, uintptr_t hi) {
+  if (!(owner & SC_CHUNK_PARTIAL))
+    return 1;
+  const sc_arena *a = __atomic_load_n(&sc_arena_slots[(owner & ~SC_CHUNK_PARTIAL) - 1],
+                                      __ATOMIC_ACQUIRE);
+  unsigned n = a ? __atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE) : 0;
+  for (unsigned i = 0; i < n; i++) {
+    uintptr_t base = (uintptr_t)a->windows[i].base;
+    if (lo < base + a->windows[i].size && base < hi)
+      return 1;
+  }
+  return 0;
+}
+
 /* Zeroes the page tags of [base, end): blocks of the caller's memory must
  * not be read as blocks of a private window that left its tags there. */
 static void fixed_tags_clear(uintptr_t base, uintptr_t end) {
@@ -110,7 +127,7 @@ int sc_window_lend(sc_arena *a, void *base, size_t size) {
   }
   for (uintptr_t c = lo >> SC_CHUNK_SHIFT; !err && c <= (hi - 1) >> SC_CHUNK_SHIFT; c++) {
     unsigned owner = __atomic_load_n(&sc_chunk_owner[c], __ATOMIC_ACQUIRE);
-    if (owner != 0 && owner != SC_CHUNK_MANY)
+    if (owner != 0 && owner != SC_CHUNK_MANY && window_meets(owner, lo, hi))
       err = sc_fail(EINVAL, "the memory at %p lies in another arena's address window", base);
   }
   if (!err && slot == NULL && fixed_used == FIXED_MAX)
@@ -126,8 +143,11 @@ int sc_window_lend(sc_arena *a, void *base, size_t size) {
   __atomic_store_n(&slot->arena, a, __ATOMIC_RELEASE);
   if (slot == &fixed_ranges[fixed_used])
     __atomic_store_n(&fixed_used, fixed_used + 1, __ATOMIC_RELEASE);
+  /* A chunk a window ends in keeps its owner: lookups that miss the
+   * window there look in the fixed list. */
   for (uintptr_t c = lo >> SC_CHUNK_SHIFT; c <= (hi - 1) >> SC_CHUNK_SHIFT; c++)
-    __atomic_store_n(&sc_chunk_owner[c], (uint16_t)SC_CHUNK_MANY, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&sc_chunk_owner[c], __ATOMIC_ACQUIRE) == 0)
+      __atomic_store_n(&sc_chunk_owner[c], (uint16_t)SC_CHUNK_MANY, __ATOMIC_RELEASE);
   sc_window w = {base, size, 0, 0, size, NULL, 1};
   page_tags_make(&w);
   fixed_tags_clear(lo, hi);
@@ -146,7 +166,8 @@ static void window_unlend(const sc_window *w) {
       continue;
     __atomic_store_n(&r->arena, NULL, __ATOMIC_RELEASE);
     for (uintptr_t c = lo >> SC_CHUNK_SHIFT; c <= (hi - 1) >> SC_CHUNK_SHIFT; c++)
-      if (!fixed_in_chunk(c, r))
+      if (!fixed_in_chunk(c, r) &&
+          __atomic_load_n(&sc_chunk_owner[c], __ATOMIC_ACQUIRE) == SC_CHUNK_MANY)
         __atomic_store_n(&sc_chunk_owner[c], 0, __ATOMIC_RELEASE);
     fixed_tags_clear(lo, hi);
     break;
@@ -192,15 +213,21 @@ void sc_window_reach(sc_arena *a, void *p, size_t len) {
   pthread_mutex_unlock(&a->window_lock);
 }
 
+/* Fixed arenas' ranges may share a window's last chunk (the part it does
+ * not fill): that chunk is marked partial while the window lives, and goes
+ * back to SC_CHUNK_MANY, not to 0, when it leaves. */
 static void window_set_owner(const sc_window *w, unsigned value) {
   uintptr_t first = (uintptr_t)w->base >> SC_CHUNK_SHIFT;
   uintptr_t end = ((uintptr_t)w->base + w->size + SC_CHUNK_SIZE - 1) >> SC_CHUNK_SHIFT;
+  pthread_mutex_lock(&fixed_lock);
   for (uintptr_t c = first; c < end; c++) {
-    unsigned v = value;
-    if (v != 0 && c + 1 == end && w->size % SC_CHUNK_SIZE != 0)
+    int shared = fixed_in_chunk(c, NULL);
+    unsigned v = value != 0 ? value : shared ? SC_CHUNK_MANY : 0;
+    if (value != 0 && ((c + 1 == end && w->size % SC_CHUNK_SIZE != 0) || shared))
       v |= SC_CHUNK_PARTIAL;
     __atomic_store_n(&sc_chunk_owner[c], (uint16_t)v, __ATOMIC_RELEASE);
   }
+  pthread_mutex_unlock(&fixed_lock);
 }
 
 static void window_publish(sc_arena *a, const sc_window *w) {

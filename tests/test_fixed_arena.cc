@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // test_fixed_arena.cc: fixed arenas (sicm_arena_create_fixed) — blocks
 // only from the caller's range, several ranges to one 16 GiB chunk of
-// address space, nothing assumed zero, the range
+// address space (a shared arena's too), nothing assumed zero, the range
 // kept at destroy, and the errors, which change nothing.
 #include <errno.h>
 #include <stdint.h>
@@ -257,6 +257,38 @@ TEST_F(FixedArena, AFewPagesHoldABlockOfAnySmallSize) {
       EXPECT_EQ(0, sicm_arena_destroy(a));
     }
   }
+}
+
+// The part of a shared arena's 16 GiB chunk past its segment may hold a
+// fixed range; each address finds its own arena, before and after the
+// shared arena goes.
+TEST_F(FixedArena, ASharedArenasChunkHoldsAFixedRange) {
+  char name[64];
+  snprintf(name, sizeof name, "/sicm-fixed-%d", (int)getpid());
+  sicm_arena_unlink(name);
+  sicm_arena shared = sicm_arena_create_shared(name, 4 * kMiB, dev_, 0);
+  ASSERT_NE(nullptr, shared) << sicm_error_detail();
+  auto *in_shared = (char *)sicm_arena_alloc(shared, 1024);
+  ASSERT_NE(nullptr, in_shared);
+  uintptr_t chunk = (uintptr_t)in_shared & ~(((uintptr_t)16 << 30) - 1);
+  void *want = (void *)(chunk + ((uintptr_t)8 << 30));
+  void *buf = mmap(want, 4 * kMiB, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  ASSERT_EQ(want, buf);
+  maps_.push_back({(char *)buf, 4 * kMiB});
+  sicm_arena fixed = sicm_arena_create_fixed(buf, 4 * kMiB, nullptr);
+  ASSERT_NE(nullptr, fixed) << sicm_error_detail();
+  void *in_fixed = sicm_arena_alloc(fixed, 1024);
+  ASSERT_NE(nullptr, in_fixed);
+  EXPECT_EQ(fixed, sicm_arena_lookup(in_fixed));
+  EXPECT_EQ(shared, sicm_arena_lookup(in_shared));
+  sicm_free(in_shared);
+  EXPECT_EQ(0, sicm_arena_destroy(shared));
+  sicm_arena_unlink(name);
+  EXPECT_EQ(fixed, sicm_arena_lookup(in_fixed)) << "after the shared arena left";
+  sicm_free(in_fixed);
+  EXPECT_EQ(0, sicm_arena_destroy(fixed));
+  EXPECT_EQ(nullptr, sicm_arena_lookup(in_fixed));
 }
 
 }  // namespace
