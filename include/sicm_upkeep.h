@@ -24,8 +24,11 @@ extern "C" {
  * program that moves each of its blocks this way lets sparse slabs empty
  * and their pages go back.  Returns the new block (ptr is then invalid),
  * or NULL when the block stays where it is — not worth it, a large block,
- * ptr NULL or not from an arena, the checking mode (SICM_CHECK), or no
- * room for the new block — with errno unchanged: NULL is no failure. */
+ * ptr NULL, not from an arena or not the start of a block (an address
+ * inside one), or no room for the new block — with errno unchanged: NULL
+ * is no failure.  As for sicm_free(), ptr must not be a block freed
+ * already; the checking mode (SICM_CHECK) stops the process on one, and
+ * on an address inside a block, with the line sicm_free() would print. */
 SICM_API void *sicm_defrag_reallocate(void *ptr);
 
 /* Start (enable 1) or stop (0) the allocator's background threads, at

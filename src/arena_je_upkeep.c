@@ -34,13 +34,17 @@ static int worth_moving(void *ptr, size_t *usize) {
 void *sicm_defrag_reallocate(void *ptr) {
   int saved_errno = errno;
   uint64_t generation;
-  sc_arena *a = ptr != NULL && !sc_check_on ? sc_arena_of_ptr(ptr, &generation) : NULL;
+  sc_arena *a = ptr != NULL ? sc_arena_of_ptr(ptr, &generation) : NULL;
+  if (a != NULL && sc_check_on) /* stops on a block that is not live */
+    sc_check_dies(ptr, "sicm_defrag_reallocate");
   size_t usize = 0;
   unsigned shard = 0;
   size_t len = sizeof shard;
   void *moved = NULL;
-  /* Private arenas only: their pages carry size-class tags. */
-  if (a != NULL && sc_page_tag_of(ptr) != NULL && worth_moving(ptr, &usize) &&
+  /* Private arenas only: their pages carry size-class tags, by which an
+   * address inside a block (not its start) is told and left alone. */
+  if (a != NULL && sc_page_tag_of(ptr) != NULL && a->ops->usable_size(a, ptr) != 0 &&
+      worth_moving(ptr, &usize) &&
       je_mallctl("arenas.lookup", &shard, &len, &ptr, sizeof ptr) == 0) {
     sc_je_hook_failed = 0;
     moved = je_mallocx(usize, MALLOCX_ARENA(shard) | MALLOCX_TCACHE_NONE);
@@ -50,6 +54,8 @@ void *sicm_defrag_reallocate(void *ptr) {
     memcpy(moved, ptr, usize);
     je_sdallocx(ptr, usize, MALLOCX_TCACHE_NONE);
   }
+  if (a != NULL && sc_check_on)
+    sc_check_born(moved != NULL ? moved : ptr, generation);
   errno = saved_errno;
   return moved;
 }

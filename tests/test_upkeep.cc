@@ -81,6 +81,34 @@ TEST_F(Upkeep, DefragLeavesAloneWhatIsNotWorthIt) {
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
+// An address inside a live block is no block: nothing moves, nothing is
+// freed, and the block is never handed out again while it lives.
+TEST_F(Upkeep, DefragOfAnAddressInsideABlockMovesNothing) {
+  sicm_arena a = sicm_arena_create(0, dev_);
+  ASSERT_NE(nullptr, a);
+  std::vector<char *> all, kept;
+  for (int i = 0; i < 2000; i++) all.push_back((char *)sicm_arena_alloc(a, 96));
+  for (size_t i = 0; i < all.size(); i++) {  // sparse slabs: worth moving
+    if (i % 10 == 0) kept.push_back(all[i]);
+    else sicm_free(all[i]);
+  }
+  for (char *p : kept) memset(p, 0x5a, 96);
+  for (char *p : kept) EXPECT_EQ(nullptr, sicm_defrag_reallocate(p + 8));
+  std::vector<char *> fresh;
+  for (int i = 0; i < 4000; i++) {
+    char *q = (char *)sicm_arena_alloc(a, 96);
+    ASSERT_NE(nullptr, q);
+    for (char *p : kept) ASSERT_FALSE(q < p + 96 && p < q + 96) << "handed out twice";
+    memset(q, 0, 96);
+    fresh.push_back(q);
+  }
+  for (char *p : kept)
+    for (int b = 0; b < 96; b++) ASSERT_EQ(0x5a, p[b]);
+  for (char *q : fresh) sicm_free(q);
+  for (char *p : kept) sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
 // Threads of this process that jemalloc named as its background threads
 // (other runtimes, a sanitizer's, may start threads of their own).
 size_t BackgroundThreads() {
