@@ -17,6 +17,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "shared.h"
 
 #ifdef SICM_ALWAYS_CHECK
 int sc_check_on = 1;
@@ -114,7 +115,28 @@ static const char *why_not_live(const void *ptr) {
   return "not a live block: freed already (a double free)";
 }
 
+/* A shared arena's blocks are allocated and freed by every process that
+ * attached it: its heap, not this process's record, says which are live. */
+static int shared_dies(sc_arena *a, const void *ptr, const char *call) {
+  if (a == NULL || a->ops != &sc_shm_ops)
+    return 0;
+  pthread_mutex_lock(&check_lock);
+  live_block *b = find((uintptr_t)ptr);
+  if (b != NULL)
+    b->ptr = TOMBSTONE;
+  pthread_mutex_unlock(&check_lock);
+  int where = sc_shm_heap_where(a, ptr);
+  if (where == SC_SHM_BLOCK_INSIDE)
+    stop(call, ptr, "inside a block of a shared arena, not its start (an interior pointer)");
+  if (where != SC_SHM_BLOCK_START)
+    stop(call, ptr, "not a live block of the shared arena: freed already (a double free)");
+  return 1;
+}
+
 void sc_check_dies(const void *ptr, const char *call) {
+  uint64_t owner_generation;
+  if (shared_dies(sc_arena_of_ptr(ptr, &owner_generation), ptr, call))
+    return;
   uintptr_t p = (uintptr_t)ptr;
   pthread_mutex_lock(&check_lock);
   live_block *b = find(p);

@@ -6,13 +6,18 @@
  *
  *   check_mode CASE [LIBMEMKIND]
  * CASE: double-small, double-called, interior, foreign, realloc-freed,
- *       destroyed, memkind-foreign (with the path of libmemkind.so), clean.
+ *       destroyed, defrag-freed, defrag-interior, shared-double,
+ *       shared-interior, memkind-foreign (with the path of libmemkind.so),
+ *       clean, shared-clean (a block freed by a process that did not
+ *       allocate it).
  * Exit 0 when a bad case was not stopped is a failure the script sees. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "sicm.h"
 
@@ -54,6 +59,36 @@ static int clean(void) {
   return 0;
 }
 
+/* A shared arena of this process's own name, unlinked at once: the
+ * mapping stays while the arena is attached. */
+static sicm_arena shared_arena(void) {
+  char name[64];
+  snprintf(name, sizeof name, "/sicm-check-mode-%d", (int)getpid());
+  sicm_arena s = sicm_arena_create_shared(name, 1 << 20, sicm_device_of_node(sicm_node_self(), 0), 0);
+  sicm_arena_unlink(name);
+  return s;
+}
+
+/* A block of the shared arena allocated by a child process, which ends;
+ * this process frees it. */
+static int shared_clean(void) {
+  sicm_arena s = shared_arena();
+  int fds[2];
+  if (s == NULL || pipe(fds) != 0)
+    return 2;
+  pid_t pid = fork();
+  if (pid == 0) {
+    void *p = sicm_arena_alloc(s, 100);
+    _exit(write(fds[1], &p, sizeof p) == sizeof p ? 0 : 1);
+  }
+  void *p = NULL;
+  int status;
+  if (read(fds[0], &p, sizeof p) != sizeof p || waitpid(pid, &status, 0) != pid || p == NULL)
+    return 2;
+  sicm_free(p);
+  return sicm_arena_destroy(s) != 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || sicm_init() != 0)
     return 2;
@@ -84,6 +119,25 @@ int main(int argc, char **argv) {
     void *p = sicm_arena_alloc(other, 100);
     sicm_arena_destroy(other);
     sicm_free(p);
+  } else if (strcmp(c, "defrag-freed") == 0) {
+    sicm_free(a);
+    sicm_defrag_reallocate(a);
+  } else if (strcmp(c, "defrag-interior") == 0) {
+    sicm_defrag_reallocate(a + 16);
+  } else if (strcmp(c, "shared-double") == 0 || strcmp(c, "shared-interior") == 0) {
+    sicm_arena s = shared_arena();
+    char *p = s ? sicm_arena_alloc(s, 100) : NULL, *q = s ? sicm_arena_alloc(s, 100) : NULL;
+    if (p == NULL || q == NULL)
+      return 2;
+    if (c[7] == 'd') {
+      sicm_free(p);
+      sicm_free(q);
+      sicm_free(p);
+    } else {
+      sicm_free(p + 32);
+    }
+  } else if (strcmp(c, "shared-clean") == 0) {
+    return shared_clean();
   } else if (strcmp(c, "memkind-foreign") == 0 && argc == 3) {
     void *lib = dlopen(argv[2], RTLD_NOW);
     void (*mk_free)(void *, void *) = lib ? (void (*)(void *, void *))dlsym(lib, "memkind_free") : NULL;

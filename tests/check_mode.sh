@@ -3,7 +3,9 @@
 # check_mode.sh: SICM_CHECK=1 stops every bad free or resize with one line
 # naming the call and the pointer, then abort() — a double free that is not
 # the thread's last free, an interior pointer, a pointer no arena
-# allocated, a resize of a freed block, a block of a destroyed arena, and
+# allocated, a resize of a freed block, a block of a destroyed arena, the
+# same through sicm_defrag_reallocate and in a shared arena (whose blocks
+# other processes may free: that is no error), and
 # memkind_free(NULL, p) of a pointer of no kind — through the header's
 # inline path and the called one; a workload of every call from several
 # threads runs to its end.  Each case is a process of tests/check_mode.
@@ -30,6 +32,10 @@ stopped interior "sicm_free(0x[0-9a-f]*): .*interior pointer"
 stopped foreign "sicm_free(0x[0-9a-f]*): no arena allocated it"
 stopped realloc-freed "sicm_realloc(0x[0-9a-f]*): .*double free"
 stopped destroyed "sicm_free(0x[0-9a-f]*): no arena allocated it"
+stopped defrag-freed "sicm_defrag_reallocate(0x[0-9a-f]*): .*double free"
+stopped defrag-interior "sicm_defrag_reallocate(0x[0-9a-f]*): .*interior pointer"
+stopped shared-double "sicm_free(0x[0-9a-f]*): .*shared arena: freed already (a double free)"
+stopped shared-interior "sicm_free(0x[0-9a-f]*): .*shared arena, not its start (an interior pointer)"
 # Under a sanitizer malloc is not glibc's, whose blocks memkind_free tells
 # from a stack address: there it hands every pointer of no arena to free().
 if ldd "$b/src/.libs/libsicm.so" | grep -q 'libasan\|libtsan'; then
@@ -37,5 +43,7 @@ if ldd "$b/src/.libs/libsicm.so" | grep -q 'libasan\|libtsan'; then
 else
   stopped memkind-foreign "memkind_free(0x[0-9a-f]*): not memory of that kind"
 fi
-if SICM_CHECK=1 "$check" clean; then echo "PASS: clean"; else echo "FAIL: clean"; failed=1; fi
+for c in clean shared-clean; do
+  if SICM_CHECK=1 "$check" $c; then echo "PASS: $c"; else echo "FAIL: $c"; failed=1; fi
+done
 exit $failed
