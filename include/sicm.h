@@ -398,6 +398,13 @@ SICM_API SICM_PER_CALL void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t
  * stops the process with one line and abort() at any such free or resize. */
 SICM_API SICM_PER_CALL void sicm_free(void *ptr);
 
+/* For a library whose own entry points free or resize arena blocks
+ * (memkind's hbw_free, MPI_Free_mem, a preloaded free): sicm_free() and
+ * sicm_realloc(), except that the checking mode's line names `call`, the
+ * function the program called (NULL: the sicm_ name).  Same errors. */
+SICM_API void sicm_free_named(void *ptr, const char *call);
+SICM_API void *sicm_realloc_named(void *ptr, size_t sz, const char *call);
+
 /* Usable size of an allocation (at least the size asked for).  Returns it,
  * or 0 with errno EINVAL when ptr is NULL, belongs to no arena, or is not
  * where an allocation starts (see sicm_free()). */

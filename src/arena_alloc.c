@@ -74,9 +74,10 @@ static void *realloc_pooled(sc_arena *a, uint64_t generation, void *ptr, size_t 
   return p;
 }
 
-static void *realloc_counted(sc_arena *a, uint64_t generation, void *ptr, size_t sz) {
+static void *realloc_counted(sc_arena *a, uint64_t generation, void *ptr, size_t sz,
+                             const char *call) {
   if (__builtin_expect(sc_check_on, 0))
-    sc_check_dies(ptr, "sicm_realloc");
+    sc_check_dies(ptr, call);
   void *p = realloc_pooled(a, generation, ptr, sz);
   if (__builtin_expect(sc_check_on, 0))
     sc_check_born(p != NULL ? p : ptr, generation); /* failed: the block stays live */
@@ -111,12 +112,16 @@ static sc_arena *owner_of(const void *ptr, uint64_t *generation) {
   return a ? a : sc_fail_null(EINVAL, "%p belongs to no arena", ptr);
 }
 
-void *sicm_realloc(void *ptr, size_t sz) {
+void *sicm_realloc_named(void *ptr, size_t sz, const char *call) {
   if (ptr == NULL)
     return sicm_alloc(sz);
   uint64_t generation;
   sc_arena *a = owner_of(ptr, &generation);
-  return a ? realloc_counted(a, generation, ptr, sz) : NULL;
+  return a ? realloc_counted(a, generation, ptr, sz, call ? call : "sicm_realloc") : NULL;
+}
+
+void *sicm_realloc(void *ptr, size_t sz) {
+  return sicm_realloc_named(ptr, sz, NULL);
 }
 
 void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz) {
@@ -128,14 +133,14 @@ void *sicm_arena_realloc(sicm_arena sa, void *ptr, size_t sz) {
   uint64_t generation;
   if (owner_of(ptr, &generation) != a)
     return sc_fail_null(EINVAL, "%p does not belong to this arena", ptr);
-  return realloc_counted(a, generation, ptr, sz);
+  return realloc_counted(a, generation, ptr, sz, "sicm_arena_realloc");
 }
 
-void sc_free_any(void *ptr) {
+void sicm_free_named(void *ptr, const char *call) {
   if (ptr == NULL)
     return;
   if (__builtin_expect(sc_check_on, 0))
-    sc_check_dies(ptr, "sicm_free");
+    sc_check_dies(ptr, call ? call : "sicm_free");
   uint64_t generation;
   sc_arena *a = owner_of(ptr, &generation);
   if (a == NULL)
@@ -148,6 +153,10 @@ void sc_free_any(void *ptr) {
     pool_give(pool, usable);
   }
   a->ops->free(a, generation, ptr);
+}
+
+void sc_free_any(void *ptr) {
+  sicm_free_named(ptr, NULL);
 }
 
 size_t sicm_usable_size(const void *ptr) {

@@ -7,7 +7,8 @@
  *   check_mode CASE [LIBMEMKIND]
  * CASE: double-small, double-called, interior, foreign, realloc-freed,
  *       destroyed, defrag-freed, defrag-interior, shared-double,
- *       shared-interior, memkind-foreign (with the path of libmemkind.so),
+ *       shared-interior, hbw-double and memkind-foreign (with the path of
+ *       libmemkind.so),
  *       clean, shared-clean (a block freed by a process that did not
  *       allocate it).
  * Exit 0 when a bad case was not stopped is a failure the script sees. */
@@ -138,6 +139,20 @@ int main(int argc, char **argv) {
     }
   } else if (strcmp(c, "shared-clean") == 0) {
     return shared_clean();
+  } else if (strcmp(c, "hbw-double") == 0 && argc == 3) { /* the line names hbw_free */
+    void *lib = dlopen(argv[2], RTLD_NOW);
+    int (*policy)(int) = lib ? (int (*)(int))dlsym(lib, "hbw_set_policy") : NULL;
+    void *(*hbw_malloc)(size_t) = lib ? (void *(*)(size_t))dlsym(lib, "hbw_malloc") : NULL;
+    void (*hbw_free)(void *) = lib ? (void (*)(void *))dlsym(lib, "hbw_free") : NULL;
+    if (policy == NULL || hbw_malloc == NULL || hbw_free == NULL)
+      return 2;
+    policy(2); /* HBW_POLICY_PREFERRED: any node when there is no HBM */
+    void *p = hbw_malloc(100), *q = hbw_malloc(100);
+    if (p == NULL || q == NULL)
+      return 2;
+    hbw_free(p);
+    hbw_free(q);
+    hbw_free(p);
   } else if (strcmp(c, "memkind-foreign") == 0 && argc == 3) {
     void *lib = dlopen(argv[2], RTLD_NOW);
     void (*mk_free)(void *, void *) = lib ? (void (*)(void *, void *))dlsym(lib, "memkind_free") : NULL;

@@ -6,7 +6,8 @@
 # allocated, a resize of a freed block, a block of a destroyed arena, the
 # same through sicm_defrag_reallocate and in a shared arena (whose blocks
 # other processes may free: that is no error), and
-# memkind_free(NULL, p) of a pointer of no kind — through the header's
+# memkind_free(NULL, p) of a pointer of no kind; the line names the call
+# the program made (hbw_free, not sicm_free) — through the header's
 # inline path and the called one; a workload of every call from several
 # threads runs to its end.  Each case is a process of tests/check_mode.
 set -u
@@ -34,6 +35,7 @@ stopped realloc-freed "sicm_realloc(0x[0-9a-f]*): .*double free"
 stopped destroyed "sicm_free(0x[0-9a-f]*): no arena allocated it"
 stopped defrag-freed "sicm_defrag_reallocate(0x[0-9a-f]*): .*double free"
 stopped defrag-interior "sicm_defrag_reallocate(0x[0-9a-f]*): .*interior pointer"
+stopped hbw-double "hbw_free(0x[0-9a-f]*): .*double free"
 stopped shared-double "sicm_free(0x[0-9a-f]*): .*shared arena: freed already (a double free)"
 stopped shared-interior "sicm_free(0x[0-9a-f]*): .*shared arena, not its start (an interior pointer)"
 # Under a sanitizer malloc is not glibc's, whose blocks memkind_free tells

@@ -282,7 +282,7 @@ static __attribute__((noinline)) void hbw_free_slow(void *ptr) {
   if (ptr == NULL)
     return;
   if (mk_is_hbw_pointer(ptr))
-    sicm_free(ptr);
+    sicm_free_named(ptr, "hbw_free");
   else
     mk_report_foreign("hbw_free", ptr);
 }
@@ -440,7 +440,7 @@ MK_HOT void memkind_free(memkind_t kind, void *ptr) {
   if (ptr == NULL || free_in_front(ptr, 0))
     return;
   if ((sicm_arena_lookup)(ptr) != NULL) { /* called: the front missed already */
-    sicm_free(ptr);
+    sicm_free_named(ptr, "memkind_free");
   } else if (kind == NULL ? mk_heap_may_own(ptr) : kind_valid(kind) && kind_of_heap(kind)) {
     free(ptr);
   } else {
@@ -477,7 +477,7 @@ void *memkind_realloc(memkind_t kind, void *ptr, size_t size) {
   if (kind_of_heap(kind) && from == NULL)
     return realloc(ptr, size); /* the heap's block stays the heap's */
   if (from != NULL && kind_of_arena(from) == kind)
-    return sicm_realloc(ptr, size);
+    return sicm_realloc_named(ptr, size, "memkind_realloc");
   /* Another kind's memory moves into this kind. */
   void *moved = memkind_malloc(kind, size);
   if (moved == NULL)

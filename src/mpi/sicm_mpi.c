@@ -416,7 +416,7 @@ int MPI_Free_mem(void *base) {
     int code = error_codes_make() == 0 ? code_not_a_block : MPI_ERR_ARG;
     return raise_error(error_with_text(code, text_not_a_block));
   }
-  sicm_free(base);
+  sicm_free_named(base, "MPI_Free_mem");
   arena_done(a, 0); /* an arena of ours: its last block destroys it */
   return MPI_SUCCESS;
 }

@@ -257,7 +257,7 @@ static __attribute__((noinline)) void free_slow(void *p) {
     small_free(p);
     return;
   case OWNER_ARENA:
-    sicm_free(p);
+    sicm_free_named(p, "free");
     return;
   case OWNER_PROCESS:
     pl_fast.free(p);
@@ -309,7 +309,7 @@ PL_EXPORT void *realloc(void *p, size_t size) {
   size_t old_size = 0;
   owner who = owner_of(p, &old_size, "realloc");
   if (who == OWNER_ARENA)
-    return sicm_realloc(p, size);
+    return sicm_realloc_named(p, size, "realloc");
   if (who == OWNER_SMALL) {
     if (size == 0) { /* as glibc: frees, returns NULL */
       small_free(p);

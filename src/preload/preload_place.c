@@ -271,7 +271,7 @@ void pl_release(void *ptr) {
     invalid_pointer("free", ptr); /* freed by another thread since the check */
   if (pl_conf.stats)
     pl_stats_freed(ptr, e.size);
-  sicm_free(ptr);
+  sicm_free_named(ptr, "free");
 }
 
 void *pl_resize(void *ptr, size_t size) {
@@ -285,7 +285,7 @@ void *pl_resize(void *ptr, size_t size) {
   if (size > old.size && !tier_fits(t, size - old.size))
     return NULL;
   int saved = errno;
-  void *p = sicm_realloc(ptr, size);
+  void *p = sicm_realloc_named(ptr, size, "realloc");
   errno = saved;
   if (p == NULL)
     return NULL;
