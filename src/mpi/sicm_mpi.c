@@ -41,11 +41,6 @@
 #include "sicm_autoplace.h"
 #include "sicm_mpi.h"
 
-#ifdef SICM_ALWAYS_CHECK
-#define SICM_CHECK_ALWAYS 1
-#else
-#define SICM_CHECK_ALWAYS 0
-#endif
 
 #define NODES_BITS 1024
 
@@ -76,7 +71,8 @@ static const char text_bad_name[] = "libsicm-mpi: info key sicm_arena must be 1 
 static const char text_arena_limit[] = "libsicm-mpi: libsicm's limit of live arenas is reached "
                                        "(free the blocks of other sicm_arena names)";
 static const char text_not_a_block[] = "libsicm-mpi: MPI_Free_mem: the address lies in a libsicm "
-                                       "arena but no block starts there; nothing was freed";
+                                       "arena but is no live block of it (an address inside a "
+                                       "block, or a block freed already); nothing was freed";
 
 /* A code of `class` whose MPI_Error_string is `text`.  MPICH (4.0) makes
  * codes of a predefined class that lose their text (MPI_Error_string then
@@ -130,7 +126,11 @@ static int error_codes_make(void) {
 /* Raises `code` on MPI_COMM_WORLD (whose handler decides: abort by
  * default) and returns it, as MPI_Alloc_mem's own errors do. */
 int raise_error(int code) {
-  MPI_Comm_call_errhandler(MPI_COMM_WORLD, code);
+  return raise_error_on(MPI_COMM_WORLD, code);
+}
+
+int raise_error_on(MPI_Comm comm, int code) {
+  MPI_Comm_call_errhandler(comm, code);
   return code;
 }
 
@@ -151,7 +151,7 @@ static int kind_memory(const char *kinds, char *memory, size_t room) {
     while (*k == ' ' || *k == ',')
       k++;
     size_t len = strcspn(k, ",");
-    if (len > 5 && strncmp(k, "sicm:", 5) == 0) {
+    if (len >= 5 && strncmp(k, "sicm:", 5) == 0) {
       size_t class_len = len - 5;
       while (class_len > 0 && k[5 + class_len - 1] == ' ')
         class_len--;
@@ -329,6 +329,16 @@ static void arena_done(sicm_arena a, int kept) {
   pthread_mutex_unlock(&arenas_lock);
 }
 
+/* Whether a is an arena hints made (not one of the program's own). */
+static int arena_is_ours(sicm_arena a) {
+  pthread_mutex_lock(&arenas_lock);
+  int ours = 0;
+  for (unsigned i = 0; i < narenas && !ours; i++)
+    ours = arenas[i].arena == a;
+  pthread_mutex_unlock(&arenas_lock);
+  return ours;
+}
+
 static int library_start(void) {
   pthread_mutex_lock(&arenas_lock);
   int rc = initialized || sicm_init_with(SICM_INIT_SHARE_TOPOLOGY) == 0 ? 0 : -1;
@@ -368,6 +378,10 @@ void *hinted_block(const hints *h, MPI_Aint size, const char *caller, int *code)
   }
   const char *why = a == NULL && errno == ENODEV ? "no such device here" : NULL;
   void *p = a ? sicm_arena_alloc(a, size > 0 ? (size_t)size : 1) : NULL;
+  if (p != NULL && blocks_born(p) != 0) {
+    sicm_free(p);
+    p = NULL;
+  }
   if (a != NULL)
     arena_done(a, p != NULL);
   if (p != NULL)
@@ -386,37 +400,49 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
   int rc = hints_read(info, &h);
   if (rc != MPI_SUCCESS)
     return raise_error(rc);
-  if (!h.placed)
-    return PMPI_Alloc_mem(size, info, baseptr);
+  if (!h.placed) {
+    rc = PMPI_Alloc_mem(size, info, baseptr);
+    if (rc == MPI_SUCCESS)
+      blocks_reused(*(void **)baseptr);
+    return rc;
+  }
   void *p = hinted_block(&h, size, "MPI_Alloc_mem", &rc);
   if (p != NULL) {
     *(void **)baseptr = p;
     return MPI_SUCCESS;
   }
-  return rc != MPI_SUCCESS ? raise_error(rc) : PMPI_Alloc_mem(size, info, baseptr);
+  if (rc != MPI_SUCCESS)
+    return raise_error(rc);
+  rc = PMPI_Alloc_mem(size, info, baseptr);
+  if (rc == MPI_SUCCESS)
+    blocks_reused(*(void **)baseptr);
+  return rc;
 }
 
-/* Memory of a libsicm arena is never the MPI library's to free: an
- * address inside a block (not its start) is refused with MPI_ERR_ARG, the
- * block left as it was, instead of reaching the MPI's own free. */
+/* Memory of a libsicm arena is never the MPI library's to free.  A block
+ * of the arenas hints made is freed once: an address that is not one
+ * live (freed already, or inside a block) is refused with MPI_ERR_ARG and
+ * nothing changes, instead of freeing a neighbour or destroying the arena
+ * under its live blocks.  Blocks of the program's own arenas are checked
+ * as sicm_free() checks them. */
 int MPI_Free_mem(void *base) {
   sicm_arena a = base != NULL ? sicm_arena_lookup(base) : NULL;
+  int state = base != NULL ? blocks_dies(base) : BLOCK_UNKNOWN;
+  if (a == NULL && state == BLOCK_FREED)
+    check_stop(base, "freed already (a double free); its arena is gone");
   if (a == NULL)
     return PMPI_Free_mem(base);
   int saved = errno;
-  size_t usable = sicm_usable_size(base);
+  size_t usable = state == BLOCK_UNKNOWN ? sicm_usable_size(base) : 0;
   errno = saved;
-  if (usable == 0) {
-    const char *check = getenv("SICM_CHECK");
-    int on;
-    if (SICM_CHECK_ALWAYS || (check != NULL && sc_setting_bool(check, &on) == 0 && on)) {
-      fprintf(stderr, "libsicm: SICM_CHECK: MPI_Free_mem(%p): no block starts there\n", base);
-      abort();
-    }
+  if (state != BLOCK_LIVE && (state == BLOCK_FREED || usable == 0 || arena_is_ours(a))) {
+    check_stop(base, state == BLOCK_FREED ? "not a live block: freed already (a double free)"
+                                          : "no block starts there (an interior pointer)");
     int code = error_codes_make() == 0 ? code_not_a_block : MPI_ERR_ARG;
     return raise_error(error_with_text(code, text_not_a_block));
   }
   sicm_free_named(base, "MPI_Free_mem");
-  arena_done(a, 0); /* an arena of ours: its last block destroys it */
+  if (state == BLOCK_LIVE)
+    arena_done(a, 0); /* an arena of ours: its last block destroys it */
   return MPI_SUCCESS;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* sicm_mpi.h: what libsicm-mpi's two files share: the hints an info
- * argument gives and the blocks of the arenas they name (sicm_mpi.c),
- * used by the window calls (sicm_mpi_win.c). */
+/* sicm_mpi.h: what libsicm-mpi's files share: the hints an info argument
+ * gives and the blocks of the arenas they name (sicm_mpi.c), the record
+ * of those blocks (sicm_mpi_blocks.c), used by the window calls
+ * (sicm_mpi_win.c). */
 #ifndef SICM_MPI_H
 #define SICM_MPI_H
 
@@ -31,7 +32,23 @@ SICM_MPI_HIDDEN int hints_devices(const hints *h, sicm_device **devs, int *ndevs
  * *code to raise, or MPI_SUCCESS where sicm_fallback=default hands the
  * request to the MPI library. */
 SICM_MPI_HIDDEN void *hinted_block(const hints *h, MPI_Aint size, const char *caller, int *code);
-/* Raises code on MPI_COMM_WORLD and returns it. */
+/* Raises code on MPI_COMM_WORLD, or on comm, and returns it. */
 SICM_MPI_HIDDEN int raise_error(int code);
+SICM_MPI_HIDDEN int raise_error_on(MPI_Comm comm, int code);
+
+/* ---- sicm_mpi_blocks.c: the blocks handed out from hinted arenas ---- */
+enum { BLOCK_UNKNOWN, BLOCK_LIVE, BLOCK_FREED };
+/* ptr was handed out; 0, or -1 when the record has no memory for it. */
+SICM_MPI_HIDDEN int blocks_born(const void *ptr);
+/* ptr is being freed: what it was (BLOCK_FREED only where the record
+ * keeps freed blocks: the checking mode). */
+SICM_MPI_HIDDEN int blocks_dies(const void *ptr);
+/* The MPI library handed out ptr: it is no freed block of ours. */
+SICM_MPI_HIDDEN void blocks_reused(const void *ptr);
+/* 1 in the checking mode (SICM_CHECK). */
+SICM_MPI_HIDDEN int check_mode(void);
+/* In the checking mode, one line naming MPI_Free_mem(ptr) and why, then
+ * abort(); otherwise nothing. */
+SICM_MPI_HIDDEN void check_stop(const void *ptr, const char *why);
 
 #endif

@@ -80,37 +80,54 @@ static int window_place(char *base, MPI_Aint size, sicm_device **devs, int ndevs
   return window_pages_settle(first, end, mask, devs[0]->node);
 }
 
+/* This rank's devices for a node-shared window (*ndevs 0: the MPI
+ * library's memory); MPI_SUCCESS or the code to raise. */
+static int shared_devices(const hints *h, sicm_device **devs, int *ndevs) {
+  *ndevs = 0;
+  if (!h->placed)
+    return MPI_SUCCESS;
+  int rc = hints_devices(h, devs, ndevs);
+  if (rc != MPI_SUCCESS || *ndevs > 0 || h->fallback == FALLBACK_DEFAULT)
+    return rc;
+  if (h->fallback == FALLBACK_ABORT) {
+    fprintf(stderr, "libsicm-mpi: MPI_Win_allocate_shared in sicm_memory=%s: no such device here\n",
+            h->memory);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return MPI_ERR_NO_MEM;
+}
+
+/* Collective: ranks may give different hints, bad ones or none, and one
+ * rank's failure must leave no other inside the MPI's collective call.
+ * Every rank first agrees, in one reduction over comm, whether any gave
+ * hints (none: the MPI's call alone, untouched) and whether any failed
+ * (then every rank fails, each with its own code or MPI_ERR_NO_MEM). */
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                             void *baseptr, MPI_Win *win) {
   hints h;
-  int rc = hints_read(info, &h);
-  if (rc != MPI_SUCCESS)
-    return raise_error(rc);
-  if (!h.placed)
-    return PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
-  int ndevs;
-  if ((rc = hints_devices(&h, devs, &ndevs)) != MPI_SUCCESS)
-    return raise_error(rc);
-  if (ndevs == 0 && h.fallback != FALLBACK_DEFAULT) {
-    if (h.fallback == FALLBACK_ABORT) {
-      fprintf(stderr, "libsicm-mpi: MPI_Win_allocate_shared in sicm_memory=%s: no such device here\n",
-              h.memory);
-      MPI_Abort(comm, 1);
-    }
-    return raise_error(MPI_ERR_NO_MEM);
-  }
+  int ndevs = 0, rc = hints_read(info, &h);
+  if (rc == MPI_SUCCESS)
+    rc = shared_devices(&h, devs, &ndevs);
+  int mine[2] = {rc != MPI_SUCCESS || h.placed, rc != MPI_SUCCESS}, any[2];
+  if (PMPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+    return raise_error_on(comm, MPI_ERR_COMM);
+  if (!any[0])
+    return PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+  if (any[1])
+    return raise_error_on(comm, rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM);
   rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
-  if (rc != MPI_SUCCESS || ndevs == 0)
+  if (rc != MPI_SUCCESS) /* the MPI's own failure: it agreed on it, and raised it */
     return rc;
-  int placed = window_place(*(char **)baseptr, size, devs, ndevs) == 0, err = errno, all = 0;
+  int placed = ndevs == 0 || window_place(*(char **)baseptr, size, devs, ndevs) == 0;
+  int err = errno, all = 0;
   if (!placed)
     fprintf(stderr, "libsicm-mpi: placing the shared window in sicm_memory=%s failed: %s\n",
             h.memory, strerror(err));
   /* Every rank fails together, or none: freeing the window is collective. */
   if (PMPI_Allreduce(&placed, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all) {
     PMPI_Win_free(win);
-    return raise_error(MPI_ERR_NO_MEM);
+    return raise_error_on(comm, MPI_ERR_NO_MEM);
   }
   return MPI_SUCCESS;
 }
@@ -157,11 +174,11 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                      MPI_Win *win) {
   hints h;
   int rc = hints_read(info, &h);
-  if (rc == MPI_SUCCESS && size < 0)
+  if (rc == MPI_SUCCESS && h.placed && size < 0)
     rc = MPI_ERR_SIZE;
   int mine[2] = {rc != MPI_SUCCESS || h.placed, rc != MPI_SUCCESS}, any[2];
   if (PMPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
-    return raise_error(MPI_ERR_COMM);
+    return raise_error_on(comm, MPI_ERR_COMM);
   if (!any[0])
     return PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
   void *base = NULL;
@@ -181,7 +198,7 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
   }
   if (base != NULL)
     MPI_Free_mem(base);
-  return raise_error(rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM);
+  return raise_error_on(comm, rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM);
 }
 
 /* A window of MPI_Win_allocate with hints is one of MPI_Win_create to the
