@@ -9,7 +9,13 @@ reports whose totals are known.
  - Real: the reports of two tests/stats_check processes (50 named arenas
    each) are read and their arenas counted per name.
  - A line that is no report is skipped, said on stderr, exit status 1.
- - --png draws a PNG (where matplotlib is installed; required in CI)."""
+ - --png draws a PNG (where matplotlib is installed; required in CI).
+ - Refused, each named file:line on stderr with a nonzero status and never
+   a traceback: fields of the wrong type, NaN and Infinity, JSON nested too
+   deeply, negative counts, a file that cannot be read or holds no report;
+   a --png path that cannot be written; a closed pipe ends it quietly.
+ - A report given twice (the same file twice, the same line twice, or
+   respaced) is counted once; reports that differ only in time are two."""
 import importlib.machinery
 import importlib.util
 import io
@@ -19,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from contextlib import redirect_stdout, redirect_stderr
 
 top = os.environ["SICM_TOP_SRCDIR"]
@@ -69,6 +76,128 @@ def summary_of(paths):
     with redirect_stdout(out), redirect_stderr(io.StringIO()):
         rc = stats.main(["--json", "--quiet"] + paths)
     return rc, json.loads(out.getvalue())
+
+
+def outcome(args):
+    """(status, stdout, stderr) of the tool's main in this process; an
+    exception that escapes it is status None, its traceback on stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = stats.main(["--quiet"] + args)
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else 1
+        err.write("%s\n" % e.code)
+    except Exception:  # what the command would print as a traceback
+        rc = None
+        err.write(traceback.format_exc())
+    return rc, out.getvalue(), err.getvalue()
+
+
+def command(args, **kw):
+    """(status, stdout, stderr) of the command itself."""
+    p = subprocess.run([sys.executable, tool, "--quiet"] + args, capture_output=True, text=True,
+                       **kw)
+    return p.returncode, p.stdout, p.stderr
+
+
+def refused_as(path, number, rc, err, what):
+    check(rc not in (0, None) and "%s:%d: " % (path, number) in err and "Traceback" not in err,
+          "refused at %s:%d: %s" % (os.path.basename(path), number, what))
+
+
+def changed(edit):
+    r = report(0, 1)
+    edit(r)
+    return json.dumps(r)
+
+
+WRONG = [  # (what, the line, or a change to a valid report)
+    ("held a string", lambda r: r["arenas"][0].update(held="12")),
+    ("held a list", lambda r: r["arenas"][0].update(held=[])),
+    ("an arena a list", lambda r: r["arenas"].__setitem__(0, [1])),
+    ("destroyed a list", lambda r: r.update(destroyed=[1, 2])),
+    ("resident null", lambda r: r["arenas"][0].update(resident=None)),
+    ("a resident node not a number", lambda r: r["arenas"][0].update(resident={"x": 1})),
+    ("pid null", lambda r: r.update(pid=None)),
+    ("arenas null", lambda r: r.update(arenas=None)),
+    ("host a number", lambda r: r.update(host=7)),
+    ("a device's node a string", lambda r: r["arenas"][0]["devices"][0].update(node="2")),
+    ("a decision's target null", lambda r: r["decisions"][0].update(to=None)),
+    ("held NaN", lambda r: r["arenas"][0].update(held=float("nan"))),
+    ("migration seconds Infinity", lambda r: r["arenas"][0].update(migration_seconds=float("inf"))),
+    ("placer seconds -Infinity", lambda r: r["placer"].update(cpu_seconds=float("-inf"))),
+    ("held negative", lambda r: r["arenas"][0].update(held=-5)),
+    ("peak negative", lambda r: r["arenas"][1].update(peak_held=-1)),
+    ("resident negative", lambda r: r["arenas"][0].update(resident={"2": -4096})),
+    ("destroyed bytes negative", lambda r: r["destroyed"].update(bytes_moved=-1)),
+    ("held 2^64", lambda r: r["arenas"][0].update(held=1 << 64)),
+    ("seconds 1e400", '{"pid": 1, "arenas": [{"held": 1, "migration_seconds": 1e400}]}'),
+    ("nested 100,000 deep", "[" * 100000 + "]" * 100000),
+    ("a report nested 100,000 deep", '{"pid": 1, "arenas": [], "x": ' + "[" * 100000 + "}"),
+]
+
+
+def refusals(tmp):
+    """Every wrong report refused where it is, the good lines around it kept."""
+    good = json.dumps(report(1, 1))
+    for n, (what, line) in enumerate(WRONG):
+        path = os.path.join(tmp, "wrong%d.json" % n)
+        with open(path, "w") as f:
+            f.write("%s\n\n%s\n" % (good, line if isinstance(line, str) else changed(line)))
+        rc, out, err = outcome([path])
+        refused_as(path, 3, rc, err, what)
+    path = os.path.join(tmp, "wrong0.json")
+    rc, out, err = command([path])
+    refused_as(path, 3, rc, err, "held a string, by the command")
+    rc, out, err = command([os.path.join(tmp, "wrong20.json")])
+    refused_as(os.path.join(tmp, "wrong20.json"), 3, rc, err, "deep nesting, by the command")
+    missing, empty = os.path.join(tmp, "missing.json"), os.path.join(tmp, "empty.json")
+    open(empty, "w").close()
+    for path, what in ((missing, "a file that is not there"), (empty, "a file with no report"),
+                       (tmp, "a directory")):
+        rc, out, err = outcome([path])
+        refused_as(path, 1, rc, err, what)
+
+
+def duplicates(tmp):
+    """The same report twice is counted once; two times are two reports."""
+    one = report(0, 1)
+    line = json.dumps(one)
+    respaced = json.dumps(one, sort_keys=True, indent=None, separators=(",", ":"))
+    later = dict(one, time=one["time"] + 1)
+    held = sum(a["held"] for a in one["arenas"])
+    cases = [("the same file twice", [line], 2, 1), ("the same line twice", [line, line], 1, 1),
+             ("the same report respaced", [line, respaced], 1, 1),
+             ("two times of one pid", [line, json.dumps(later)], 1, 2)]
+    for n, (what, lines, times, ranks) in enumerate(cases):
+        path = os.path.join(tmp, "twice%d.json" % n)
+        with open(path, "w") as f:
+            f.write("".join(l + "\n" for l in lines))
+        rc, out, err = outcome(["--json"] + [path] * times)
+        try:
+            job = json.loads(out)["job"]
+        except ValueError:
+            job = {}
+        check(rc == 0 and job.get("ranks") == ranks and job.get("held") == ranks * held,
+              "%s: counted as %d report%s" % (what, ranks, "s" * (ranks > 1)))
+
+
+def closed_ends(tmp, big):
+    """--png where no file can be; a reader that stops after one line."""
+    for png in ("/nonexistent/dir/x.png", tmp):
+        rc, out, err = command(["--png", png, big])
+        check(rc != 0 and png in err and "Traceback" not in err,
+              "--png %s: refused, said, no traceback" % png)
+    p = subprocess.Popen([sys.executable, tool, "--quiet", "--json", big], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.readline(64)
+    p.stdout.close()
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    rc = p.wait()
+    check(rc in (0, 141) and err == "", "a closed pipe ends it quietly (status %d%s)" %
+          (rc, ", stderr: " + err.strip().splitlines()[-1] if err.strip() else ""))
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -149,5 +278,9 @@ with tempfile.TemporaryDirectory() as tmp:
         check(False, "--png: matplotlib is missing (apt-get install python3-matplotlib)")
     else:
         print("SKIP: --png (no matplotlib)")
+
+    refusals(tmp)
+    duplicates(tmp)
+    closed_ends(tmp, big)
 
 sys.exit(1 if failed else 0)
