@@ -15,7 +15,8 @@ reports whose totals are known.
    deeply, negative counts, a file that cannot be read or holds no report;
    a --png path that cannot be written; a closed pipe ends it quietly.
  - A report given twice (the same file twice, the same line twice, or
-   respaced) is counted once; reports that differ only in time are two."""
+   respaced) is counted once; reports that differ only in time are two.
+ (tests/stats_tool_props.py tries arbitrary inputs.)"""
 import importlib.machinery
 import importlib.util
 import io
