@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""stats_tool_props.py (run by tests/stats_tool_props.sh): properties of
+"""stats_tool_props.py (run by tests/stats_props.sh): properties of
 tools/sicm-stats over inputs that Hypothesis makes.
  - Any input (JSON values, bytes, lines nested deeply, valid reports with a
    field replaced, removed or their text cut) is summarised (status 0 and
@@ -10,7 +10,7 @@ tools/sicm-stats over inputs that Hypothesis makes.
  - Valid reports, some given again (respaced, in another file): the job's
    reports and bytes are those of the distinct reports, counted once.
 Hypothesis is Debian's python3-hypothesis: without it SKIP (status 77), or
-a failure when SICM_PYTHON_REQUIRED is set.  About 570 examples, a few
+a failure when SICM_PYTHON_REQUIRED=1.  About 570 examples, a few
 seconds; no example database is kept."""
 import importlib.machinery
 import importlib.util
@@ -28,7 +28,7 @@ try:
     from hypothesis import HealthCheck, given, settings, strategies as st
     from hypothesis.configuration import set_hypothesis_home_dir
 except ImportError:
-    required = "SICM_PYTHON_REQUIRED" in os.environ
+    required = os.environ.get("SICM_PYTHON_REQUIRED") == "1"
     print("%s: no hypothesis for %s (Debian: apt-get install python3-hypothesis)" %
           ("FAILED" if required else "SKIP", sys.executable))
     sys.exit(1 if required else 77)
