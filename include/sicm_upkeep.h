@@ -31,13 +31,14 @@ extern "C" {
  * on an address inside a block, with the line sicm_free() would print. */
 SICM_API void *sicm_defrag_reallocate(void *ptr);
 
-/* Start (enable 1) or stop (0) the allocator's background threads, at
- * most one per CPU, which give back the free pages of every private arena
- * as they age, so that the program's threads do not pay for it in their
- * allocations and frees.  Off by default; the last sicm_fini() stops them.
- * Returns 0, or -1 with errno EINVAL (enable neither 0 nor 1), ENOTSUP
- * (the allocator was built without them), or EAGAIN (no thread could be
- * started). */
+/* Start (enable 1) or stop (0) the upkeep thread, one per process, named
+ * sicm_upkeep, which gives back the free pages of every private arena as
+ * they age (the allocator's decay), also while the program's threads
+ * neither allocate nor free.  It blocks every signal.  Off by default;
+ * the last sicm_fini() stops it, and a child of fork() starts with it
+ * off.  Any thread may call this at any time, while others create and
+ * destroy arenas.  Returns 0, or -1 with errno EINVAL (enable neither 0
+ * nor 1) or EAGAIN (the thread could not be started). */
 SICM_API int sicm_background_threads(int enable);
 
 #ifdef __cplusplus

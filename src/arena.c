@@ -213,6 +213,16 @@ int sicm_arena_destroy(sicm_arena sa) {
   return rc;
 }
 
+void sc_arenas_upkeep(void) {
+  pthread_mutex_lock(&arenas_lock);
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = sc_arena_slots[slot];
+    if (a != NULL && a->live_generation != 0 && a->ops->upkeep != NULL)
+      a->ops->upkeep(a);
+  }
+  pthread_mutex_unlock(&arenas_lock);
+}
+
 /* 0 when no arena of the program is live; else -1 (EBUSY). */
 static int program_arenas_none_locked(void) {
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {

@@ -103,6 +103,8 @@ typedef struct sc_arena_ops {
   uint64_t (*rate_share)(sc_arena *a, uint64_t per_second, unsigned interval_ms);
   int (*placer_claim)(sc_arena *a);
   void (*placer_release)(sc_arena *a);
+  /* The upkeep thread's periodic work on the arena, or NULL. */
+  void (*upkeep)(sc_arena *a);
 } sc_arena_ops;
 
 struct sc_arena {
@@ -248,6 +250,9 @@ void sc_arenas_set_default_kind(sc_kind_create_fn create);
 int sc_arenas_none_live(void);
 /* Destroys the library's default arenas; -1 with EBUSY if user arenas live. */
 int sc_arenas_release_all(void);
+/* Runs ops->upkeep on every live arena (the upkeep thread), under the
+ * table's lock: no arena goes meanwhile. */
+void sc_arenas_upkeep(void);
 /* Around fork() (init.c registers the handlers): takes every lock of the
  * arena layer; releases them in the parent and the child. */
 void sc_arenas_fork_lock(void);

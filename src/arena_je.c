@@ -406,6 +406,7 @@ static const sc_arena_ops private_ops = {
     .stats = private_stats,
     .move_begin = private_move_begin,
     .move_flag = MPOL_MF_MOVE, /* pages of this process only */
+    .upkeep = sc_je_upkeep_decay,
 };
 
 sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned ndevs,

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_je_upkeep.c: upkeep of the private arenas through jemalloc —
  * moving a block out of a sparse slab (jemalloc's utilization query) and
- * jemalloc's background threads. */
+ * the upkeep thread that gives back their aged free pages. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -60,15 +64,98 @@ void *sicm_defrag_reallocate(void *ptr) {
   return moved;
 }
 
+/* The upkeep thread.  jemalloc's own background threads race with arena
+ * destruction: a worker paused while an arena is destroyed can still be
+ * waiting for jemalloc's background-thread lock when they are switched
+ * off, which then holds that lock while it joins the worker (jemalloc
+ * 5.3.0; fixed in its pull request 2966).  Arenas come and go here at any
+ * time, so jemalloc's threads stay off, and one thread of ours runs the
+ * same decay-driven purge of every private arena (sc_arenas_upkeep()).
+ * toggle_lock orders the calls (and forks); upkeep_lock guards the
+ * thread's word. */
+enum { UPKEEP_INTERVAL_MS = 250 };
+static pthread_mutex_t toggle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t upkeep_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t upkeep_wake = PTHREAD_COND_INITIALIZER;
+static int upkeep_on, upkeep_running; /* under upkeep_lock; running also under toggle_lock */
+static pthread_t upkeep_thread;
+
+static void *upkeep_main(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "sicm_upkeep");
+  pthread_mutex_lock(&upkeep_lock);
+  while (upkeep_on) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += UPKEEP_INTERVAL_MS * 1000000L;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(&upkeep_wake, &upkeep_lock, &until);
+    if (!upkeep_on)
+      break;
+    pthread_mutex_unlock(&upkeep_lock);
+    sc_arenas_upkeep();
+    pthread_mutex_lock(&upkeep_lock);
+  }
+  pthread_mutex_unlock(&upkeep_lock);
+  return NULL;
+}
+
+void sc_je_upkeep_decay(sc_arena *a) {
+  sc_je_arena *je = sc_je_of(a);
+  unsigned n = __atomic_load_n(&je->nshards, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++) {
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "arena.%u.decay", je->shards[i]);
+    je_mallctl(cmd, NULL, NULL, NULL, 0);
+  }
+}
+
+static int upkeep_start(void) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals are not its */
+  pthread_mutex_lock(&upkeep_lock);
+  upkeep_on = 1;
+  pthread_mutex_unlock(&upkeep_lock);
+  int err = pthread_create(&upkeep_thread, NULL, upkeep_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_mutex_lock(&upkeep_lock);
+  upkeep_on = upkeep_running = err == 0;
+  pthread_mutex_unlock(&upkeep_lock);
+  return err ? sc_fail(EAGAIN, "the upkeep thread could not start (%s)", strerror(err)) : 0;
+}
+
+static void upkeep_stop(void) {
+  pthread_mutex_lock(&upkeep_lock);
+  upkeep_on = 0;
+  pthread_cond_signal(&upkeep_wake);
+  pthread_mutex_unlock(&upkeep_lock);
+  pthread_join(upkeep_thread, NULL);
+  upkeep_running = 0;
+}
+
 int sicm_background_threads(int enable) {
   if (enable != 0 && enable != 1)
     return sc_fail(EINVAL, "sicm_background_threads: enable is %d, not 0 or 1", enable);
-  bool on = enable;
-  int err = je_mallctl("background_thread", NULL, NULL, &on, sizeof on);
-  if (err == ENOENT)
-    return sc_fail(ENOTSUP, "the allocator was built without background threads");
-  if (err != 0)
-    return sc_fail(EAGAIN, "the allocator could not %s its background threads (%s)",
-                   enable ? "start" : "stop", strerror(err));
-  return 0;
+  pthread_mutex_lock(&toggle_lock);
+  int rc = 0;
+  if (enable && !upkeep_running)
+    rc = upkeep_start();
+  else if (!enable && upkeep_running)
+    upkeep_stop();
+  pthread_mutex_unlock(&toggle_lock);
+  return rc;
+}
+
+void sc_je_upkeep_fork_lock(void) {
+  pthread_mutex_lock(&toggle_lock);
+}
+
+void sc_je_upkeep_fork_unlock(int child) {
+  if (child) { /* the thread is the parent's: the child starts with upkeep off */
+    pthread_mutex_init(&upkeep_lock, NULL);
+    upkeep_on = upkeep_running = 0;
+  }
+  pthread_mutex_unlock(&toggle_lock);
 }

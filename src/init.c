@@ -66,6 +66,7 @@ fail_topo:
  * jemalloc's, as in every call. */
 static void fork_prepare(void) {
   pthread_mutex_lock(&init_lock);
+  sc_je_upkeep_fork_lock();
   sc_shared_fork_lock();
   sc_arenas_fork_lock();
   sc_autoplace_report_fork_lock();
@@ -79,6 +80,7 @@ static void fork_release(int child) {
   sc_autoplace_report_fork_unlock();
   sc_arenas_fork_unlock(child);
   sc_shared_fork_unlock();
+  sc_je_upkeep_fork_unlock(child);
   pthread_mutex_unlock(&init_lock);
 }
 
@@ -157,10 +159,9 @@ int sicm_fini(void) {
     return -1;
   }
   if (--init_refs == 0) {
-    /* jemalloc's background threads must not outlive the library (a
-     * dlclose would unmap the code they run). */
-    bool off = false;
-    je_mallctl("background_thread", NULL, NULL, &off, sizeof off);
+    /* The upkeep thread must not outlive the library (a dlclose would
+     * unmap the code it runs). */
+    sicm_background_threads(0);
     sc_state *s = sc_state_storage();
     sc_state_publish(0);
     sc_devices_release(&s->devices);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // test_upkeep.cc: sicm_defrag_reallocate moves blocks out of sparse slabs,
-// keeping their bytes, and leaves alone what it should; the allocator's
-// background threads start and stop.
+// keeping their bytes, and leaves alone what it should; the upkeep thread
+// starts and stops, at any time, and gives back aged free pages (stress).
 #include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "sicm_test.h"
@@ -109,8 +111,8 @@ TEST_F(Upkeep, DefragOfAnAddressInsideABlockMovesNothing) {
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
-// Threads of this process that jemalloc named as its background threads
-// (other runtimes, a sanitizer's, may start threads of their own).
+// Threads of this process named as the upkeep thread (other runtimes, a
+// sanitizer's, may start threads of their own).
 size_t BackgroundThreads() {
   size_t n = 0;
   DIR *d = opendir("/proc/self/task");
@@ -122,7 +124,7 @@ size_t BackgroundThreads() {
       if (fgets(name, sizeof name, f) == nullptr) name[0] = '\0';
       fclose(f);
     }
-    n += strncmp(name, "jemalloc_bg_thd", 15) == 0;
+    n += strncmp(name, "sicm_upkeep", 11) == 0;
   }
   if (d) closedir(d);
   return n;
@@ -139,9 +141,66 @@ TEST_F(Upkeep, BackgroundThreadsStartAndStop) {
   sicm_free(p);
   // A new thread names itself once it runs: wait for it (an order, no bound).
   for (int tries = 0; tries < 500 && BackgroundThreads() == 0; tries++) usleep(10000);
-  EXPECT_GT(BackgroundThreads(), 0u);
+  EXPECT_EQ(1u, BackgroundThreads());
+  ASSERT_EQ(0, sicm_background_threads(1)) << "a second start changes nothing";
+  EXPECT_EQ(1u, BackgroundThreads());
   ASSERT_EQ(0, sicm_background_threads(0)) << sicm_error_detail();
   EXPECT_EQ(0u, BackgroundThreads());
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+// Switched on and off while other threads create, fill and destroy
+// arenas: every call returns (a hang is the alarm, which fails the test).
+TEST_F(Upkeep, SwitchedWhileArenasComeAndGo) {
+  alarm(120);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> churn;
+  for (unsigned t = 0; t < 3; t++)
+    churn.emplace_back([&, t] {
+      unsigned seed = t + 1;
+      while (!stop.load()) {
+        sicm_arena a = sicm_arena_create(rand_r(&seed) % 2 ? 0 : 64 << 20, dev_);
+        if (a == nullptr) continue;
+        void *blocks[32];
+        for (void *&b : blocks) b = sicm_arena_alloc(a, 1 + rand_r(&seed) % (1u << (rand_r(&seed) % 22)));
+        for (void *b : blocks) sicm_free(b);
+        sicm_arena_destroy(a);
+      }
+    });
+  unsigned seed = 7;
+  for (int i = 0; i < 600; i++) {
+    ASSERT_EQ(0, sicm_background_threads(i % 2 == 0)) << sicm_error_detail();
+    usleep(rand_r(&seed) % 1000);
+  }
+  stop = true;
+  for (auto &t : churn) t.join();
+  EXPECT_EQ(0u, BackgroundThreads());
+  alarm(0);
+}
+
+// The upkeep thread gives back the pages of blocks freed and left alone:
+// an order (they go, within the allocator's decay and a margin), no bound.
+class UpkeepStress : public Upkeep {};
+TEST_F(UpkeepStress, GivesBackAgedFreePages) {
+  ASSERT_EQ(0, sicm_background_threads(1));
+  sicm_arena a = sicm_arena_create(0, dev_);
+  ASSERT_NE(nullptr, a);
+  std::vector<void *> blocks;
+  for (int i = 0; i < 64; i++) {
+    blocks.push_back(sicm_arena_alloc(a, 1 << 20));
+    ASSERT_NE(nullptr, blocks.back());
+    memset(blocks.back(), 1, 1 << 20);
+  }
+  for (void *b : blocks) sicm_free(b);
+  size_t bytes[64];
+  for (int tries = 0; tries < 120; tries++) {  // the decay takes ten seconds
+    memset(bytes, 0, sizeof bytes);  // the call adds to what is there
+    ASSERT_EQ(0, sicm_arena_residency(a, bytes, 64));
+    if (bytes[dev_->node] < (8u << 20)) break;
+    usleep(500000);
+  }
+  EXPECT_LT(bytes[dev_->node], 8u << 20) << "of 64 MiB freed, still resident";
+  EXPECT_EQ(0, sicm_background_threads(0));
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
