@@ -55,8 +55,10 @@ typedef struct sicm_migration_report {
  * arena is strictly bound: allocating more than the target holds then
  * meets the kernel's handling of a full node, as any strictly bound memory
  * does (an arena created with SICM_ARENA_PREFERRED falls back instead).
- * A hugetlb arena's pages move only where the target's pool has free
- * huge pages of that size (ENOMEM otherwise, found during the move).
+ * A hugetlb arena moves only where the target's pools have a free huge
+ * page of its size for each of its pages not there yet; otherwise the
+ * call fails with ENOMEM at once, changing nothing (the kernel would
+ * take pages outside the pool and resize both nodes' pools).
  *
  * Returns 0 when every page is on the target, or -1 with errno, having
  * moved every page back to where the arena was bound before:

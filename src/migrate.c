@@ -69,6 +69,34 @@ static int target_room_check(const sc_window *w, unsigned n, size_t resident,
                  avail, to_move, room_margin(to_move));
 }
 
+/* A hugetlb page moves into a free page of the target's pool; with none
+ * the kernel takes a page outside the pool and carries the reservation
+ * along, resizing both nodes' pools behind the administrator's back.  So
+ * the pages not on the target yet must fit its pools' free pages, or the
+ * move is refused before anything moves. */
+static int huge_room_check(const sc_window *w, unsigned n, const sc_binding *to) {
+  size_t *per_node = calloc(SC_NODES_MAX, sizeof *per_node);
+  if (per_node == NULL)
+    return sc_fail(ENOMEM, "out of memory checking the target's room");
+  size_t to_move = 0, avail = 0, on;
+  if (sc_windows_residency(w, n, per_node, SC_NODES_MAX) == 0)
+    for (unsigned node = 0; node < SC_NODES_MAX; node++)
+      to_move += per_node[node];
+  for (unsigned i = 0; i < to->ndevices; i++) {
+    on = per_node[to->devices[i]->node];
+    to_move -= on < to_move ? on : to_move;
+    per_node[to->devices[i]->node] = 0; /* a node listed twice counts once */
+    size_t pool = 0;
+    if (sicm_device_get_free_bytes(to->devices[i], &pool) == 0)
+      avail += pool;
+  }
+  free(per_node);
+  if (avail >= to_move)
+    return 0;
+  return sc_fail(ENOMEM, "the target's hugetlb pools have %zu bytes free: the arena's %zu bytes "
+                         "not on them yet do not fit", avail, to_move);
+}
+
 /* NUMA_FOREIGN of the target nodes: pages meant for them that the kernel
  * placed elsewhere (system-wide, so it may move for other reasons too). */
 static unsigned long long nodes_foreign(const sc_binding *b) {
@@ -182,7 +210,9 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watc
   /* A huge page that finds no room on the target stays where it is (the
    * kernel reclaims nothing for hugetlb pages): no guard needed. */
   int guarded = resident >= MOVE_GUARDED_MIN && a->huge_page == 0;
-  int rc = guarded ? target_room_check(windows, n, resident, to) : 0;
+  int rc = guarded     ? target_room_check(windows, n, resident, to)
+           : a->huge_page ? huge_room_check(windows, n, to)
+                          : 0;
   int rolled = rc == 0 && move_to(a, to, guarded, strict, huge, watch, report) != 0;
   if (rolled)
     rc = -1;
