@@ -62,7 +62,11 @@ extern "C" {
  * child, what other threads of the parent had cached stays in their
  * arenas until those are destroyed, and an asynchronous migration of the
  * parent (sicm_arena_set_devices_async()) has no thread: wait for it in
- * the parent.
+ * the parent.  The parent's hugetlb arenas are not inherited: their pages
+ * stay the parent's alone (a huge page both processes map is copied at the
+ * first write, and with the pool dry the kernel ends the writer, either
+ * one, with SIGBUS); in the child they are gone, as if destroyed (ESTALE,
+ * their blocks no arena's, their range not mapped).
  *
  * Returns 0, or -1 with errno:
  *   EINVAL  the configuration file is malformed (sicm_error_detail() names

@@ -359,6 +359,21 @@ void sc_arenas_fork_unlock(int child) {
   pthread_mutex_unlock(&library_defaults_lock);
 }
 
+void sc_arenas_fork_child(void) {
+  int gone = 0;
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    sc_arena *a = sc_arena_slots[slot];
+    if (a != NULL && a->huge_page != 0 && a->live_generation != 0) {
+      __atomic_store_n(&a->live_generation, 0, __ATOMIC_RELEASE);
+      gone = 1;
+    }
+  }
+  if (gone) { /* as at a destroy: no front may still name one */
+    __atomic_fetch_add(&sicm_epoch_v2, 1, __ATOMIC_RELEASE);
+    sc_fronts_close();
+  }
+}
+
 int sicm_arena_set_default(sicm_arena sa) {
   if (sa != NULL && sc_arena_resolve(sa) == NULL)
     return -1;

@@ -33,9 +33,9 @@ typedef struct sc_window {
    * Residency scans and moves stop there. */
   size_t reach;
   size_t room;                  /* bytes that can be handed out: all but a guard */
-  /* A hugetlb window's populated huge pages, a bit each (arena_window.c);
-   * NULL in the others. */
-  unsigned long *populated;
+  /* A hugetlb window's bytes committed in each huge page (arena_window.c):
+   * a page is populated while its count is not 0; NULL in the others. */
+  uint32_t *populated;
   int borrowed;                 /* the caller's memory (a fixed arena): never unmapped */
 } sc_window;
 
@@ -257,6 +257,10 @@ void sc_arenas_upkeep(void);
  * arena layer; releases them in the parent and the child. */
 void sc_arenas_fork_lock(void);
 void sc_arenas_fork_unlock(int child);
+/* In the child, after the unlock: the parent's hugetlb arenas are gone
+ * (their windows are not inherited, MADV_DONTFORK): handles stale, blocks
+ * no arena's. */
+void sc_arenas_fork_child(void);
 
 /* ---- arena_je_fast.c: the threads' fronts (sicm_inline.h) ---- */
 /* Closes every thread's front; the caller has marked an arena dead. */
@@ -313,7 +317,7 @@ int sc_window_pages_open(void);
  * the arena's one window, fully used. */
 void sc_window_adopt(sc_arena *a, void *base, size_t size);
 /* The window of a hugetlb arena holding p (caller holds window_lock), or
- * NULL: its `populated` bits say which huge pages the hooks populated. */
+ * NULL: its `populated` counts say which huge pages the hooks populated. */
 sc_window *sc_window_of(sc_arena *a, const void *p);
 /* Takes size bytes (aligned) from the arena's windows, reserving a new
  * window when needed; NULL with errno.  Caller holds window_lock. */

@@ -50,44 +50,39 @@ static void held_release(sc_arena *a, size_t len) {
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
-static bool huge_bit(const sc_window *w, uintptr_t page, size_t huge) {
-  size_t i = (page - (uintptr_t)w->base) / huge, word = 8 * sizeof(unsigned long);
-  return (w->populated[i / word] >> (i % word)) & 1;
+static uint32_t *huge_count(const sc_window *w, uintptr_t page, size_t huge) {
+  return &w->populated[(page - (uintptr_t)w->base) / huge];
 }
 
-static void huge_bit_set(sc_window *w, uintptr_t page, size_t huge, bool on) {
-  size_t i = (page - (uintptr_t)w->base) / huge, word = 8 * sizeof(unsigned long);
-  if (on)
-    w->populated[i / word] |= 1ul << (i % word);
-  else
-    w->populated[i / word] &= ~(1ul << (i % word));
-}
-
-/* Commit in a hugetlb arena: each huge page around the range that is not
- * populated yet is counted against maxsize, then populated now
- * (MADV_POPULATE_WRITE fails where a first touch would raise SIGBUS).
- * Pages populated before a failure stay, counted: a later commit uses
- * them.  Bytes of a populated page that jemalloc never committed were
- * never written (decommit drops whole pages only; purges are refused), so
- * they read as zero when committed. */
+/* Commit in a hugetlb arena: each huge page around the range that holds
+ * no committed byte yet is counted against maxsize, then populated now
+ * (MADV_POPULATE_WRITE fails where a first touch would raise SIGBUS); each
+ * page's count then grows by the bytes committed in it.  A page populated
+ * before a failure stays, counted: a later commit uses it.  Bytes of a
+ * page that are not committed read as zero (fresh, or zeroed by
+ * huge_drop), as jemalloc expects of what it commits. */
 static bool huge_populate(sc_arena *a, void *addr, size_t len) {
   size_t huge = a->huge_page;
-  uintptr_t lo = (uintptr_t)addr & ~(huge - 1), hi = sc_round_up((uintptr_t)addr + len, huge);
+  uintptr_t lo = (uintptr_t)addr & ~(huge - 1), end = (uintptr_t)addr + len;
   bool ok = true;
   pthread_mutex_lock(&a->window_lock);
   sc_window *w = sc_window_of(a, addr);
-  for (uintptr_t page = lo; ok && w != NULL && page < hi; page += huge) {
-    if (huge_bit(w, page, huge))
-      continue;
-    ok = held_reserve(a, huge);
-    if (ok && madvise((void *)page, huge, MADV_POPULATE_WRITE) != 0) {
-      held_release(a, huge);
-      sc_fail(ENOMEM, "no free %zu KiB huge page on the arena's nodes (%s)", huge >> 10,
-              strerror(errno));
-      ok = hook_fail(SC_HOOK_FAILED);
+  for (uintptr_t page = lo; ok && w != NULL && page < end; page += huge) {
+    uint32_t *count = huge_count(w, page, huge);
+    if (*count == 0) {
+      ok = held_reserve(a, huge);
+      if (ok && madvise((void *)page, huge, MADV_POPULATE_WRITE) != 0) {
+        held_release(a, huge);
+        sc_fail(ENOMEM, "no free %zu KiB huge page on the arena's nodes (%s)", huge >> 10,
+                strerror(errno));
+        ok = hook_fail(SC_HOOK_FAILED);
+      }
     }
-    if (ok)
-      huge_bit_set(w, page, huge, true);
+    if (ok) {
+      uintptr_t from = page > (uintptr_t)addr ? page : (uintptr_t)addr;
+      uintptr_t to = page + huge < end ? page + huge : end;
+      *count += (uint32_t)(to - from);
+    }
   }
   pthread_mutex_unlock(&a->window_lock);
   if (ok)
@@ -95,19 +90,28 @@ static bool huge_populate(sc_arena *a, void *addr, size_t len) {
   return ok;
 }
 
-/* Decommit in a hugetlb arena: whole huge pages only, which go back to
- * the node's pool; a part of a page stays committed (refused). */
+/* Decommit in a hugetlb arena: each huge page whose last committed bytes
+ * go back to the node's pool; in a page that keeps committed bytes (a
+ * neighbouring extent's), the range is zeroed, so that it reads as
+ * decommitted memory does when committed again.  Jemalloc can then
+ * decommit any extent, and its free extents merge whole again. */
 static bool huge_drop(sc_arena *a, void *addr, size_t len) {
   size_t huge = a->huge_page;
-  if (((uintptr_t)addr | len) & (huge - 1) || madvise(addr, len, MADV_DONTNEED) != 0)
-    return false;
+  uintptr_t lo = (uintptr_t)addr & ~(huge - 1), end = (uintptr_t)addr + len;
   pthread_mutex_lock(&a->window_lock);
   sc_window *w = sc_window_of(a, addr);
-  for (uintptr_t page = (uintptr_t)addr; w != NULL && page < (uintptr_t)addr + len; page += huge)
-    if (huge_bit(w, page, huge)) {
-      huge_bit_set(w, page, huge, false);
+  for (uintptr_t page = lo; w != NULL && page < end; page += huge) {
+    uintptr_t from = page > (uintptr_t)addr ? page : (uintptr_t)addr;
+    uintptr_t to = page + huge < end ? page + huge : end;
+    uint32_t *count = huge_count(w, page, huge);
+    *count -= *count < to - from ? *count : (uint32_t)(to - from);
+    if (*count == 0 && madvise((void *)page, huge, MADV_DONTNEED) == 0)
       held_release(a, huge);
-    }
+    else if (*count == 0) /* kept: counted whole, as populated */
+      *count = 1;
+    else
+      memset((void *)from, 0, to - from);
+  }
   pthread_mutex_unlock(&a->window_lock);
   return true;
 }
@@ -245,7 +249,7 @@ static bool hook_decommit(extent_hooks_t *hooks, void *addr, size_t size, size_t
 
 /* A hugetlb arena refuses purges: a purged huge page would fault again at
  * the next touch, where a pool run dry means SIGBUS; decommit gives its
- * whole pages back instead.  A fixed arena keeps the caller's pages: a
+ * pages back instead.  A fixed arena keeps the caller's pages: a
  * shared or file mapping would not even read as zero after a purge. */
 static bool keeps_pages(extent_hooks_t *hooks) {
   return hooks_arena(hooks)->huge_page || hooks_arena(hooks)->borrowed;

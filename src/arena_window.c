@@ -258,12 +258,11 @@ int sc_window_pages_open(void) {
 }
 
 static size_t huge_bits_bytes(const sc_arena *a, size_t window_size) {
-  size_t bits = window_size / a->huge_page, word = 8 * sizeof(unsigned long);
-  return sc_round_up((bits + word - 1) / word * sizeof(unsigned long), sc_page_size());
+  return sc_round_up(window_size / a->huge_page * sizeof(uint32_t), sc_page_size());
 }
 
 /* Replaces the reserved range [base, base + size) with a hugetlb mapping
- * of the arena's page size and gives it its bits.  NORESERVE: the kernel
+ * of the arena's page size and gives it its page counts.  NORESERVE: the kernel
  * reserves nothing for the window; each page is taken from the node's
  * pool when the hooks populate it. */
 static int window_map_huge(const sc_arena *a, char *base, size_t size, sc_window *w) {
@@ -274,10 +273,14 @@ static int window_map_huge(const sc_arena *a, char *base, size_t size, sc_window
   if (h == MAP_FAILED)
     return sc_fail(errno == EINVAL ? ENOMEM : errno, "no hugetlb mapping of %zu KiB pages: %s",
                    a->huge_page >> 10, strerror(errno));
+  /* Not inherited by a child of fork(): a huge page both processes map is
+   * copied at the first write, and with no free huge page for the copy
+   * the kernel ends the writer (either one) with SIGBUS. */
+  madvise(h, size, MADV_DONTFORK);
   void *bits = mmap(NULL, huge_bits_bytes(a, size), PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (bits == MAP_FAILED)
-    return sc_fail(ENOMEM, "out of memory for a hugetlb window's page bits");
+    return sc_fail(ENOMEM, "out of memory for a hugetlb window's page counts");
   w->populated = bits;
   w->room = size;
   return 0;

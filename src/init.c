@@ -87,6 +87,7 @@ static void fork_release(int child) {
 static void fork_parent(void) { fork_release(0); }
 static void fork_child(void) {
   fork_release(1);
+  sc_arenas_fork_child();
   sc_shared_fork_child();
   sc_autoplace_fork_child();
 }

@@ -2,12 +2,16 @@
 // numa_hugetlb.cc (runs in the multi-NUMA guest, from hugetlb.sh, with
 // 2 MiB pages reserved on every node): arenas on hugetlb devices take their
 // pages from the node's pool, count them whole, fail with ENOMEM when the
-// pool runs dry (never SIGBUS), move between nodes with them, and give them
-// back when destroyed — each checked with move_pages and the pool counts.
+// pool runs dry (never SIGBUS, nor across fork()), move between nodes with
+// them (only where the pool has room), serve any block again once emptied,
+// and give them back when destroyed — each checked with move_pages and the
+// pool counts.
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -213,10 +217,22 @@ TEST_F(Hugetlb, MovesToAnotherNodesPoolWithItsData) {
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
-// The kernel migrates a huge page into a fresh one taken from the target
-// node's free memory when its pool has none (a temporary page, outside the
-// pool): a full pool does not stop a move.
-TEST_F(Hugetlb, AMoveBeyondTheTargetsPoolStillLandsOnTheTarget) {
+// A node's pool size (nr_hugepages), which no move may change.
+long PoolPages(int node) {
+  char path[128];
+  snprintf(path, sizeof path,
+           "/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages", node);
+  FILE *f = fopen(path, "r");
+  long pages = -1;
+  if (f != nullptr && fscanf(f, "%ld", &pages) != 1) pages = -1;
+  if (f != nullptr) fclose(f);
+  return pages;
+}
+
+// A target pool without a free page for each page to move: refused before
+// anything moves (the kernel would take pages outside the pool and resize
+// both pools), the data where it was, both pools as they were.
+TEST_F(Hugetlb, AMoveBeyondTheTargetsPoolIsRefusedAndChangesNothing) {
   sicm_arena hog = sicm_arena_create(0, huge_[1]);
   ASSERT_NE(nullptr, hog);
   std::vector<void *> taken;
@@ -229,7 +245,84 @@ TEST_F(Hugetlb, AMoveBeyondTheTargetsPoolStillLandsOnTheTarget) {
   const size_t len = 4 * kHuge;
   unsigned char *p = ArenaWithBlock(2, len, 4, &a);
   ASSERT_NE(nullptr, p);
-  MoveAndCheck(a, p, len, 4, 1);
+  long pool1 = PoolPages(1), pool2 = PoolPages(2);
+  size_t free1 = FreeBytes(1), free2 = FreeBytes(2);
+  EXPECT_EQ(-1, sicm_arena_set_device(a, huge_[1]));
+  EXPECT_EQ(ENOMEM, errno) << sicm_error_detail();
+  EXPECT_EQ(0u, PagesNotOn(p, len, 2));
+  EXPECT_TRUE(Verify(p, len, 4));
+  EXPECT_EQ(pool1, PoolPages(1));
+  EXPECT_EQ(pool2, PoolPages(2));
+  EXPECT_EQ(free1, FreeBytes(1));
+  EXPECT_EQ(free2, FreeBytes(2));
+  for (void *h : taken) sicm_free(h);
+  EXPECT_EQ(0, sicm_arena_destroy(hog));
+  MoveAndCheck(a, p, len, 4, 1);  // with room, it moves
+  sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+// Every block freed, the arena's pages serve any block again: one of 80%
+// of maxsize fits, and the pages the arena holds stay within maxsize.
+TEST_F(Hugetlb, AnEmptiedArenaServesABlockOfMostOfItsMaxsize) {
+  const size_t maxsize = 16 * kHuge;
+  ASSERT_GE(FreeBytes(2), maxsize);
+  for (unsigned round = 0; round < 3; round++) {
+    sicm_arena a = sicm_arena_create(maxsize, huge_[2]);
+    ASSERT_NE(nullptr, a) << sicm_error_detail();
+    std::vector<void *> blocks;
+    unsigned seed = round + 1;
+    while (void *b = sicm_arena_alloc(a, round == 0 ? 64 : round == 1 ? 1 << 20
+                                                                         : 1 + rand_r(&seed) % 300000))
+      blocks.push_back(b);
+    for (void *b : blocks) sicm_free(b);
+    void *big = sicm_arena_alloc(a, maxsize / 10 * 8);
+    EXPECT_NE(nullptr, big) << "round " << round << ": " << sicm_error_detail();
+    if (big != nullptr) memset(big, 2, maxsize / 10 * 8);
+    EXPECT_LE(sicm_arena_size(a), maxsize);
+    sicm_free(big);
+    EXPECT_EQ(0, sicm_arena_destroy(a));
+  }
+}
+
+// fork(): a hugetlb arena stays the parent's alone (its pages are not
+// inherited: a huge page both map would be copied at the first write, and
+// with the pool dry the writer, either one, would die of SIGBUS).  In the
+// child the arena is gone (ESTALE, its blocks no arena's); the parent
+// writes its block while the child lives.
+TEST_F(Hugetlb, AChildOfForkLeavesHugetlbArenasToTheParent) {
+  sicm_arena a;
+  unsigned char *p = ArenaWithBlock(3, 2 * kHuge, 6, &a);
+  ASSERT_NE(nullptr, p);
+  sicm_arena hog = sicm_arena_create(0, huge_[3]);  // the pool dry
+  ASSERT_NE(nullptr, hog);
+  std::vector<void *> taken;
+  while (void *h = sicm_arena_alloc(hog, kHuge / 2)) taken.push_back(h);
+  int ready[2];
+  ASSERT_EQ(0, pipe(ready));
+  pid_t pid = fork();
+  if (pid == 0) {
+    int bad = sicm_arena_alloc(a, 100) != nullptr || errno != ESTALE;
+    bad |= sicm_arena_lookup(p) != nullptr;
+    sicm_arena mine = sicm_arena_create(0, huge_[3]);  // a new one: no page, no SIGBUS
+    void *q = mine ? sicm_arena_alloc(mine, 100) : nullptr;
+    bad |= mine == nullptr || (q == nullptr && errno != ENOMEM);
+    if (q != nullptr) memset(q, 1, 100);
+    char c = 1;
+    bad |= write(ready[1], &c, 1) != 1;
+    usleep(200000);  // alive while the parent writes
+    _exit(bad);
+  }
+  ASSERT_GT(pid, 0);
+  char c;
+  ASSERT_EQ(1, read(ready[0], &c, 1));
+  Fill(p, 2 * kHuge, 7);  // no copy to make: the page is the parent's alone
+  int status = 0;
+  ASSERT_EQ(pid, waitpid(pid, &status, 0));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  EXPECT_TRUE(Verify(p, 2 * kHuge, 7));
+  close(ready[0]);
+  close(ready[1]);
   for (void *h : taken) sicm_free(h);
   EXPECT_EQ(0, sicm_arena_destroy(hog));
   sicm_free(p);
