@@ -71,7 +71,8 @@ extern "C" {
  * Returns 0, or -1 with errno:
  *   EINVAL  the configuration file is malformed (sicm_error_detail() names
  *           the file and line), holds a NUL byte or more than 65,536 lines,
- *           or is not a regular file (a FIFO, socket or device);
+ *           or is not a regular file (a FIFO, socket or device; /dev/null
+ *           reads as an empty file);
  *   EFBIG   the configuration file is longer than 1 MiB;
  *   ENOENT  SICM_DEVICES_CONF names a file that does not exist;
  *   EIO     the hardware topology could not be read;

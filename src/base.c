@@ -12,6 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include "base.h"
 #include "base_settings.h"
 
@@ -196,6 +199,10 @@ int sc_range_writable(uintptr_t lo, uintptr_t hi) {
   }
   fclose(maps);
   return covered >= hi;
+}
+
+int sc_stat_is_null_device(const struct stat *st) {
+  return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
 }
 
 void *sc_slot_table_grow(void *table, unsigned *cap, unsigned slot, pthread_key_t exit_key) {

@@ -101,6 +101,10 @@ uintptr_t sc_address_hole(size_t size, size_t align);
 /* 1 when every page of [lo, hi) is mapped readable and writable in this
  * process (/proc/self/maps), else 0. */
 int sc_range_writable(uintptr_t lo, uintptr_t hi);
+/* 1 when st is the null device (/dev/null, character device 1:3): the
+ * conventional "no configuration" to read and "discard" to write. */
+struct stat;
+int sc_stat_is_null_device(const struct stat *st);
 
 /* A node set in the layout mbind(2) and move_pages(2) take. */
 typedef struct sc_nodemask {

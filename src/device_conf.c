@@ -118,7 +118,8 @@ static int conf_parse_line(const char *path, unsigned line, char *text, const sc
   return 0;
 }
 
-/* The whole file, NUL-terminated, in a buffer to free; NULL after sc_fail
+/* The whole file, NUL-terminated, in a buffer to free (/dev/null reads
+ * as empty); NULL after sc_fail
  * when it cannot be read, is not a regular file (a FIFO, socket or device
  * is refused, never waited on or read for ever: opened O_NONBLOCK, then
  * judged by its type) or passes SC_CONF_BYTES_MAX. */
@@ -128,6 +129,11 @@ static char *conf_read(const char *path, size_t *length) {
   if (fd < 0) {
     int err = errno;
     return sc_fail_null(err, "%s: cannot open: %s", path, strerror(err));
+  }
+  if (fstat(fd, &st) == 0 && sc_stat_is_null_device(&st)) { /* no configuration */
+    close(fd);
+    *length = 0;
+    return calloc(1, 1);
   }
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);

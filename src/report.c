@@ -253,8 +253,8 @@ static int link_kind(const char *path) {
 }
 
 /* The report's file, opened to append; -1 after one line on stderr when it
- * cannot be, or is not a regular file of this user: a FIFO, a socket or a
- * device is refused, never waited on (O_NONBLOCK: a FIFO without a reader
+ * cannot be, or is not a regular file of this user nor /dev/null: a FIFO, a
+ * socket or another device is refused, never waited on (O_NONBLOCK: a FIFO without a reader
  * fails at once, one with a reader is refused by its type), and so is a
  * file or a symbolic link another user owns. */
 static int report_open(void) {
@@ -271,8 +271,8 @@ static int report_open(void) {
                                  (link ? 0 : O_NOFOLLOW), 0644);
   struct stat st;
   int regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  if (regular && st.st_uid == geteuid())
-    return fd;
+  if ((regular && st.st_uid == geteuid()) || (fd >= 0 && sc_stat_is_null_device(&st)))
+    return fd; /* /dev/null: the report is discarded, as asked */
   if (regular)
     fprintf(stderr, "libsicm: SICM_STATS=%s is another user's file; no report written\n",
             report_path);

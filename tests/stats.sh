@@ -138,6 +138,13 @@ mkfifo "$tmp/fifo"
 step "a FIFO without a reader is refused, not waited on" refused "$tmp/fifo"
 step "a FIFO with a reader is refused" fifo_with_reader
 step "a device is refused" refused /dev/full
+discarded() { # /dev/null: the report is discarded, without a word
+  err=$(SICM_STATS=/dev/null timeout 60 "$check" arenas 3 2>&1 >/dev/null)
+  rc=$?
+  echo "$err"
+  [ $rc -eq 0 ] && [ -z "$err" ]
+}
+step "/dev/null discards the report, silently" discarded
 step "a write that fails is one line" write_fails
 step "a last sicm_fini refused with EBUSY stops nothing" ebusy
 step "another user's file or link at the path is refused; one's own link is followed" another_users

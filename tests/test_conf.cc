@@ -66,6 +66,12 @@ TEST(Conf, EndlessFilesAndNulBytesAreRejectedPromptly) {
     EXPECT_EQ(0, run.status) << path << ": " << run.err;
   }
   unlink(fifo.c_str());
+  // /dev/null is the conventional "no configuration": read as empty.
+  sicm_test::ChildRun null_conf = sicm_test::RunInChild([&] {
+    setenv("SICM_DEVICES_CONF", "/dev/null", 1);
+    return sicm_init() == 0 && sicm_devices()->count > 0 ? 0 : 1;
+  });
+  EXPECT_EQ(0, null_conf.status) << "/dev/null: " << null_conf.err;
   ExpectConfRejected(std::string("node 0 kind=hbm\nnode 1 kind=dram\0 latency=oops\n", 47), 2,
                      EINVAL, "NUL byte");
   std::string many;
