@@ -12,14 +12,13 @@
 
 /* Entries keyed by (code object, key): the arena of an instruction
  * (KEY_INSTR: what a lookup finds without computing the line, which costs
- * a walk of the code's line table), the arena of a line (KEY_LINE: what the
- * instructions of one line share), and whether the code's frames are
+ * a walk of the code's line table), and whether the code's frames are
  * skipped (numpy's own Python code, or a `skip` prefix) or kept, so that a
  * file name is compared once.  The table holds a reference to each code
  * object, so an address is never reused by another code object while it
- * is a key. */
+ * is a key.  The arena of a line is found by (file name, line) in a dict:
+ * every code object of that line shares it. */
 #define KEY_INSTR(offset) (2 * (long long)(offset))
-#define KEY_LINE(line) (2 * (long long)(line) + 1)
 #define KEY_SKIPPED LLONG_MIN
 #define KEY_KEPT (LLONG_MIN + 1)
 typedef struct {
@@ -36,6 +35,7 @@ typedef struct {
   site_slot *slots;   /* open addressing, capacity a power of two */
   size_t cap, used;
   PyObject *arenas;   /* list: the per-line arenas, oldest first */
+  PyObject *lines;    /* dict: (file name, line) -> its arena */
   atomic_long unplaced; /* large blocks no arena could take (given to numpy's default) */
 } SitesObject;
 
@@ -121,18 +121,37 @@ static ArenaObject *site_make(SitesObject *s, PyCodeObject *code, int line) {
   a->owner = (PyObject *)s; /* borrowed: the SiteArenas outlives its arenas' use */
   /* Making the object may have run the garbage collector and, through a
    * finalizer, this handler: look again before adding. */
-  site_slot *e = slot_find(s, (PyObject *)code, KEY_LINE(line));
-  if (e->code) {
+  PyObject *key = Py_BuildValue("(Oi)", code->co_filename, line);
+  ArenaObject *made = key ? (ArenaObject *)PyDict_GetItemWithError(s->lines, key) : NULL;
+  if (made != NULL || key == NULL) {
     a->owner = NULL;
     Py_DECREF(a);
-    return e->arena;
+    Py_XDECREF(key);
+    return made;
   }
-  if (PyList_Append(s->arenas, (PyObject *)a) < 0 || slot_add(s, (PyObject *)code, KEY_LINE(line), a) < 0) {
+  if (PyList_Append(s->arenas, (PyObject *)a) < 0 || PyDict_SetItem(s->lines, key, (PyObject *)a) < 0) {
+    Py_DECREF(key);
     Py_DECREF(a);
     return NULL;
   }
-  Py_DECREF(a); /* the list and the table hold it */
+  Py_DECREF(key);
+  Py_DECREF(a); /* the list and the dict hold it */
   return a;
+}
+
+/* The arena of a source line made already, or NULL. */
+static ArenaObject *site_line(SitesObject *s, PyCodeObject *code, int line) {
+  PyObject *key = Py_BuildValue("(Oi)", code->co_filename, line);
+  ArenaObject *a = key ? (ArenaObject *)PyDict_GetItemWithError(s->lines, key) : NULL;
+  Py_XDECREF(key);
+  return a;
+}
+
+/* Code compiled from a string (eval, exec, compile: "<string>" and the
+ * like) is made anew at each call: caching by code object would keep each
+ * one alive, so its lines are found by file name and line alone. */
+static int code_transient(PyCodeObject *code) {
+  return PyUnicode_GET_LENGTH(code->co_filename) > 0 && PyUnicode_READ_CHAR(code->co_filename, 0) == '<';
 }
 
 /* The arena of the line that is allocating; NULL: none (no Python frame
@@ -145,25 +164,24 @@ static ArenaObject *site_arena(SitesObject *s) {
   while (f) {
     PyCodeObject *code = PyFrame_GetCode(f);
     long long instr = KEY_INSTR(PyFrame_GetLasti(f));
-    site_slot *e = slot_find(s, (PyObject *)code, instr);
-    if (e->code) {
+    int transient = code_transient(code);
+    site_slot *e = transient ? NULL : slot_find(s, (PyObject *)code, instr);
+    if (e != NULL && e->code) {
       arena = e->arena;
       Py_DECREF(code);
       break;
     }
-    if (!code_skipped(s, code)) {
+    if (transient || !code_skipped(s, code)) {
       int line = PyFrame_GetLineNumber(f);
-      site_slot *l = slot_find(s, (PyObject *)code, KEY_LINE(line));
-      if (l->code) {
-        arena = l->arena;
-      } else { /* an arena that cannot be made: the block goes elsewhere */
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
+      /* An arena that cannot be made: the block goes elsewhere. */
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      arena = site_line(s, code, line);
+      if (arena == NULL)
         arena = site_make(s, code, line);
-        PyErr_Clear();
-        PyErr_Restore(type, value, tb);
-      }
-      if (arena)
+      PyErr_Clear();
+      PyErr_Restore(type, value, tb);
+      if (arena && !transient)
         slot_add(s, (PyObject *)code, instr, arena);
       Py_DECREF(code);
       break;
@@ -256,7 +274,8 @@ static PyObject *sites_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
   s->threshold = (size_t)threshold;
   s->skip = Py_NewRef(skip);
   s->arenas = PyList_New(0);
-  if (!s->arenas || slots_grow(s) != 0) {
+  s->lines = PyDict_New();
+  if (!s->arenas || !s->lines || slots_grow(s) != 0) {
     Py_DECREF(s);
     return NULL;
   }
@@ -273,6 +292,7 @@ static void sites_dealloc(SitesObject *s) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(s->arenas); i++)
       ((ArenaObject *)PyList_GET_ITEM(s->arenas, i))->owner = NULL;
   Py_XDECREF(s->arenas);
+  Py_XDECREF(s->lines);
   Py_XDECREF(s->skip);
   Py_TYPE(s)->tp_free((PyObject *)s);
 }

@@ -265,6 +265,22 @@ def test_sites_group_arrays_by_the_line_that_made_them(dev):
     del hot, cold, tiny
 
 
+def test_eval_and_exec_share_the_arena_of_their_line(dev):
+    # Each eval or exec compiles a new code object: the line is the site,
+    # not the code object, or every call would make an arena until the
+    # library ran out of them.
+    with sicm.site_arenas(threshold=4096) as sites:
+        keep = [eval("np.zeros(10000)") for _ in range(3000)]
+        for _ in range(3000):
+            exec("x = np.ones(10000)")
+    names = [a.name for a in sites.arenas]
+    assert names == ["site:<string>:1"], names
+    assert all(handler_name(k) == "sicm_sites" for k in keep[:10])
+    del keep
+    after = sicm.Arena(dev)  # the library has arenas to spare
+    after.close()
+
+
 def test_site_names_reach_the_statistics_report(tmp_path):
     out = tmp_path / "stats.json"
     script = ("import numpy as np, sicm\n"
