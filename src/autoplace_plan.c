@@ -15,7 +15,9 @@
  * tier accrues, each interval, the bytes it referenced there (what staying
  * cost); it moves once that reaches the bytes the move costs — its own
  * resident bytes plus those of the arenas it displaces — times
- * `move_weight`.  It leaves the set: its account starts over.  Arenas on
+ * `move_weight` (for an arena of SICM_ARENA_ANYWHERE, declared idle, the
+ * cost of the way back too: its first writes never move it alone).  It
+ * leaves the set: its account starts over.  Arenas on
  * the fast tier leave it only when a promotion needs their room or the
  * budget shrank below what they hold; those of SICM_ARENA_ANYWHERE first,
  * then the coldest. */
@@ -103,7 +105,9 @@ unsigned sc_plan(sc_plan_arena *a, unsigned n, const sc_plan_params *p, unsigned
     uint64_t found = need ? plan_evict(a, n, order, need, 0) : 0;
     if (found < need)
       continue; /* what holds the room cannot leave yet */
-    x->cost = x->resident + found;
+    /* An ANYWHERE arena's data is declared idle: writing it once (its
+     * first touch) is no reason to move it, so it pays the way back too. */
+    x->cost = (x->resident + found) * (x->anywhere ? 2 : 1);
     if ((double)x->regret < p->move_weight * (double)x->cost)
       continue;
     if (need) {

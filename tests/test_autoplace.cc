@@ -459,6 +459,20 @@ TEST(PlanRule, AnywhereArenasLeaveFirstAndTheBudgetIsKept) {
   EXPECT_EQ(0, plan.a[0].on_fast);
 }
 
+// An ANYWHERE arena written whole once (its first touch), then idle, never
+// reaches the fast tier, with room there; referenced interval after
+// interval, it does.
+TEST(PlanRule, AnAnywhereArenaWrittenOnceStaysOffTheFastTier) {
+  Plan plan(2);
+  plan.a[0].anywhere = 1;
+  plan.Step({1, 0});
+  for (int i = 0; i < 20; i++) plan.Step({0, 0});
+  EXPECT_EQ(0, plan.a[0].on_fast);
+  plan.a[1].anywhere = 1;
+  for (int i = 0; i < 3; i++) plan.Step({0, 1});
+  EXPECT_EQ(1, plan.a[1].on_fast) << "sustained heat";
+}
+
 TEST(PlanRule, AnArenaThatCannotMoveKeepsItsPlace) {
   Plan plan(2);
   plan.p.budget = 1 * MiB;

@@ -236,6 +236,23 @@ TEST_F(Autoplace, AnAnywhereArenaNeverReachesTheFastNodeWhateverFillsTheOthers) 
   sicm_free(more);
 }
 
+// An ANYWHERE arena written whole once, then idle, with capacity memory
+// full and room on the fast node: its first writes do not promote it.
+TEST_F(Autoplace, AnAnywhereArenaWrittenOnceStaysOffTheFastNode) {
+  ASSERT_NO_FATAL_FAILURE(Fill(&hog_, kCapacity, 40 << 20));
+  MakeArenas(1, SICM_ARENA_ANYWHERE);
+  const size_t kBulk = 8 * kArenaBytes;
+  char *bulk = (char *)sicm_arena_alloc(arenas_[0].handle, kBulk);
+  ASSERT_NE(nullptr, bulk);
+  memset(bulk, 1, kBulk);
+  ASSERT_NO_FATAL_FAILURE(Start(0));
+  uint64_t start = Intervals();
+  while (Intervals() < start + kSettleIntervals) usleep(kIntervalMs * 1000 / 4);
+  auto pages = [](const char *p, size_t len) { return sicm_test::NodesOfPages(p, len).size(); };
+  EXPECT_EQ(pages(bulk, kBulk), PagesNotOn(bulk, kBulk, kFast));
+  EXPECT_EQ(pages(arenas_[0].data, kArenaBytes), PagesNotOn(arenas_[0].data, kArenaBytes, kFast));
+}
+
 // A hot arena on the fast node grows while the node is full: what does
 // not fit falls back elsewhere.  Once the node has room again, the placer
 // completes the promotion, judging by the arena's pages, not its binding.
