@@ -105,7 +105,15 @@ typedef struct sc_arena_ops {
   void (*placer_release)(sc_arena *a);
   /* The upkeep thread's periodic work on the arena, or NULL. */
   void (*upkeep)(sc_arena *a);
+  /* For the checking mode, in a kind whose blocks other processes
+   * allocate and free too (so this process's record cannot know them):
+   * where ptr lies, SC_BLOCK_START, SC_BLOCK_INSIDE or SC_BLOCK_NOT_HELD.
+   * NULL in kinds whose blocks this process alone handles. */
+  int (*block_where)(sc_arena *a, const void *ptr);
 } sc_arena_ops;
+
+/* What ops->block_where says of an address. */
+enum { SC_BLOCK_NOT_HELD, SC_BLOCK_START, SC_BLOCK_INSIDE };
 
 struct sc_arena {
   const sc_arena_ops *ops;

@@ -17,7 +17,6 @@
 
 #include "arena.h"
 #include "config.h"
-#include "shared.h"
 
 #ifdef SICM_ALWAYS_CHECK
 int sc_check_on = 1;
@@ -116,19 +115,20 @@ static const char *why_not_live(const void *ptr) {
 }
 
 /* A shared arena's blocks are allocated and freed by every process that
- * attached it: its heap, not this process's record, says which are live. */
+ * attached it: its kind (ops->block_where), not this process's record,
+ * says which are live. */
 static int shared_dies(sc_arena *a, const void *ptr, const char *call) {
-  if (a == NULL || a->ops != &sc_shm_ops)
+  if (a == NULL || a->ops->block_where == NULL)
     return 0;
   pthread_mutex_lock(&check_lock);
   live_block *b = find((uintptr_t)ptr);
   if (b != NULL)
     b->ptr = TOMBSTONE;
   pthread_mutex_unlock(&check_lock);
-  int where = sc_shm_heap_where(a, ptr);
-  if (where == SC_SHM_BLOCK_INSIDE)
+  int where = a->ops->block_where(a, ptr);
+  if (where == SC_BLOCK_INSIDE)
     stop(call, ptr, "inside a block of a shared arena, not its start (an interior pointer)");
-  if (where != SC_SHM_BLOCK_START)
+  if (where != SC_BLOCK_START)
     stop(call, ptr, "not a live block of the shared arena: freed already (a double free)");
   return 1;
 }

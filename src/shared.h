@@ -268,10 +268,10 @@ sc_shm_block *sc_shm_block_of(sc_shared_arena *s, const void *ptr);
  * damaged. */
 int sc_shm_release(sc_shared_arena *s, sc_shm_block *b);
 size_t sc_shm_heap_usable_size(sc_arena *a, const void *ptr);
-/* Where ptr lies in the heap, from a walk of every block (the checking
- * mode's diagnosis): the start of a held block's payload, inside one, or
- * neither (in a free or cached block, a header, or outside). */
-enum { SC_SHM_NOT_HELD, SC_SHM_BLOCK_START, SC_SHM_BLOCK_INSIDE };
+/* Where ptr lies in the heap, from a walk of every block (ops->block_where,
+ * the checking mode's diagnosis): the start of a held block's payload
+ * (SC_BLOCK_START), inside one (SC_BLOCK_INSIDE), or neither (in a free or
+ * cached block, a header, or outside). */
 int sc_shm_heap_where(sc_arena *a, const void *ptr);
 size_t sc_shm_heap_usable_for(sc_arena *a, size_t size, size_t align);
 

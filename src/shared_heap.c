@@ -457,9 +457,9 @@ size_t sc_shm_heap_usable_size(sc_arena *a, const void *ptr) {
 int sc_shm_heap_where(sc_arena *a, const void *ptr) {
   sc_shared_arena *s = sc_shared_of(a);
   if (sc_shm_lock(s) != 0)
-    return SC_SHM_NOT_HELD;
+    return SC_BLOCK_NOT_HELD;
   uint64_t p = sc_shm_offset_of(s->header, ptr), offset = s->heap_begin;
-  int where = SC_SHM_NOT_HELD;
+  int where = SC_BLOCK_NOT_HELD;
   while (offset < s->heap_end) {
     sc_shm_block *b = sc_shm_block_at(s->header, offset);
     if (!sc_shm_size_ok(s, b))
@@ -468,7 +468,7 @@ int sc_shm_heap_where(sc_arena *a, const void *ptr) {
     if (p < offset + size) {
       int held = !(sc_shm_block_flags(b) & (SC_SHM_FREE | SC_SHM_CACHED));
       if (held && p >= offset + SC_SHM_BLOCK_HEADER)
-        where = p == offset + SC_SHM_BLOCK_HEADER ? SC_SHM_BLOCK_START : SC_SHM_BLOCK_INSIDE;
+        where = p == offset + SC_SHM_BLOCK_HEADER ? SC_BLOCK_START : SC_BLOCK_INSIDE;
       break;
     }
     offset += size;

@@ -171,4 +171,5 @@ const sc_arena_ops sc_shm_ops = {
     .rate_share = sc_shm_rate_share,
     .placer_claim = sc_shm_placer_claim,
     .placer_release = sc_shm_placer_release,
+    .block_where = sc_shm_heap_where,
 };
