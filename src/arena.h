@@ -349,6 +349,8 @@ static inline sc_arena *sc_arena_of_ptr(const void *p, uint64_t *generation) {
  * memory per 16 MiB the arena uses. */
 #define SC_PAGE_TAG_SHIFT 12
 extern uint8_t *sc_page_tags[SC_CHUNK_COUNT];
+/* Zeroes the tags of the pages after p's, up to p + size (arena_window.c). */
+void sc_page_tags_clear_inside(const void *p, size_t size);
 static inline uint8_t *sc_page_tag_of(const void *p) {
   uintptr_t addr = (uintptr_t)p;
   if (addr >> SC_ADDRESS_BITS)

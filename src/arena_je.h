@@ -146,11 +146,16 @@ static inline unsigned sc_class_of(size_t size) { return sc_class_in(&sc_je_size
 
 /* Records the class of the allocation starting at p (from a private
  * window; others have no tags).  Atomic: threads allocating regions of
- * one page write the same value concurrently. */
+ * one page write the same value concurrently.  A large block's later
+ * pages may still carry the tags of small blocks that lived there before:
+ * they are cleared, so that no address inside it passes for a block. */
 static inline void sc_page_class_set(void *p, unsigned cls) {
   uint8_t *tag = sc_page_tag_of(p);
-  if (tag != NULL)
-    __atomic_store_n(tag, (uint8_t)(cls < SC_CLASSES_MAX ? cls + 1 : 0), __ATOMIC_RELAXED);
+  if (tag == NULL)
+    return;
+  __atomic_store_n(tag, (uint8_t)(cls < SC_CLASSES_MAX ? cls + 1 : 0), __ATOMIC_RELAXED);
+  if (cls >= sc_je_size_classes.nbins && cls < SC_CLASSES_MAX)
+    sc_page_tags_clear_inside(p, sc_je_size_classes.size[cls]);
 }
 
 /* The class of the live allocation starting at p, or SC_CLASSES_MAX if

@@ -48,6 +48,20 @@ static void page_tags_clear(const sc_window *w) {
   }
 }
 
+void sc_page_tags_clear_inside(const void *p, size_t size) {
+  uintptr_t page = ((uintptr_t)p >> SC_PAGE_TAG_SHIFT) + 1;
+  uintptr_t last = ((uintptr_t)p + size - 1) >> SC_PAGE_TAG_SHIFT;
+  while (page <= last) { /* chunk by chunk: each has its own table */
+    uintptr_t chunk_last = ((((page << SC_PAGE_TAG_SHIFT) >> SC_CHUNK_SHIFT) + 1)
+                            << (SC_CHUNK_SHIFT - SC_PAGE_TAG_SHIFT)) - 1;
+    uintptr_t stop = last < chunk_last ? last : chunk_last;
+    uint8_t *tag = sc_page_tag_of((void *)(page << SC_PAGE_TAG_SHIFT));
+    if (tag != NULL)
+      memset(tag, 0, stop - page + 1);
+    page = stop + 1;
+  }
+}
+
 /* ---- fixed arenas' windows ---- */
 enum { FIXED_MAX = 256 };
 typedef struct fixed_range {

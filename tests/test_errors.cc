@@ -216,6 +216,39 @@ TEST_F(Errors, AllocationAndBlocks) {
   EXPECT_EQ(64u, sicm_usable_size(block_)) << "the refused calls left the block alone";
 }
 
+// Pages where small blocks lived keep their tags after the blocks go; a
+// large block made over them must still refuse every address inside it,
+// and none of its bytes is handed out again.
+TEST_F(Errors, AnAddressInsideALargeBlockIsRefusedWhereSmallBlocksLivedBefore) {
+  // A maxsize makes the allocator give the small blocks' pages back and
+  // reuse them for the large ones.
+  sicm_arena a = sicm_arena_create(8 << 20, dev_);
+  ASSERT_NE(nullptr, a);
+  std::vector<void *> small;
+  while (void *p = sicm_arena_alloc(a, 48)) small.push_back(p);
+  for (void *p : small) sicm_free(p);
+  std::vector<char *> large;
+  for (int i = 0; i < 8; i++) {
+    large.push_back((char *)sicm_arena_alloc(a, 300000));
+    ASSERT_NE(nullptr, large.back());
+    memset(large.back(), 7, 300000);
+  }
+  for (char *p : large)
+    for (size_t off = 4096; off < 300000; off += 48 * 16) {
+      errno = 0;
+      sicm_free(p + off);
+      ASSERT_EQ(EINVAL, errno) << "offset " << off;
+    }
+  for (int i = 0; i < 20000; i++) {
+    char *q = (char *)sicm_arena_alloc(a, 48);
+    if (q == nullptr) break;  // the arena is full
+    for (char *p : large) ASSERT_FALSE(q >= p && q < p + 300000) << "handed out twice";
+  }
+  for (char *p : large)
+    for (size_t i = 0; i < 300000; i += 512) ASSERT_EQ(7, p[i]);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
 TEST_F(Errors, Migration) {
   sicm_migration_report report;
   sicm_device *one[] = {dev_};
