@@ -309,8 +309,9 @@ enum sicm_arena_flags {
  * `maxsize` bounds the bytes the arena holds (sicm_arena_size()); 0 means
  * unlimited.  It bounds live memory, not what the allocator keeps for
  * reuse (see sicm_arena_size()): once every block is freed, a block of 80%
- * of maxsize less a page always fits (the allocator rounds a large size up
- * to its size class, at most 25% more, plus a page).  Under concurrent
+ * of maxsize less a page of the arena's page size (a huge page in a
+ * hugetlb arena) always fits (the allocator rounds a large size up to its
+ * size class, at most 25% more, plus a base page).  Under concurrent
  * traffic an allocation is refused when it does not fit beside what every
  * thread holds and caches, after the arena has given back the calling
  * thread's cached regions and every free page and tried once more; a

@@ -54,20 +54,29 @@ static uint32_t *huge_count(const sc_window *w, uintptr_t page, size_t huge) {
   return &w->populated[(page - (uintptr_t)w->base) / huge];
 }
 
+/* The part of the huge page at `page` that a range starting at addr, or
+ * ending at end, covers. */
+static uintptr_t huge_overlap_start(uintptr_t page, const void *addr) {
+  return page > (uintptr_t)addr ? page : (uintptr_t)addr;
+}
+static uintptr_t huge_overlap_end(uintptr_t page, size_t huge, uintptr_t end) {
+  return page + huge < end ? page + huge : end;
+}
+
 /* Commit in a hugetlb arena: each huge page around the range that holds
  * no committed byte yet is counted against maxsize, then populated now
  * (MADV_POPULATE_WRITE fails where a first touch would raise SIGBUS); each
- * page's count then grows by the bytes committed in it.  A page populated
- * before a failure stays, counted: a later commit uses it.  Bytes of a
- * page that are not committed read as zero (fresh, or zeroed by
- * huge_drop), as jemalloc expects of what it commits. */
+ * page's count then grows by the bytes committed in it.  A commit that
+ * fails undoes what it did (jemalloc commits the range again later).
+ * Bytes of a page that are not committed read as zero (fresh, or zeroed
+ * by huge_drop), as jemalloc expects of what it commits. */
 static bool huge_populate(sc_arena *a, void *addr, size_t len) {
   size_t huge = a->huge_page;
-  uintptr_t lo = (uintptr_t)addr & ~(huge - 1), end = (uintptr_t)addr + len;
+  uintptr_t lo = (uintptr_t)addr & ~(huge - 1), end = (uintptr_t)addr + len, page;
   bool ok = true;
   pthread_mutex_lock(&a->window_lock);
   sc_window *w = sc_window_of(a, addr);
-  for (uintptr_t page = lo; ok && w != NULL && page < end; page += huge) {
+  for (page = lo; ok && w != NULL && page < end; page += huge) {
     uint32_t *count = huge_count(w, page, huge);
     if (*count == 0) {
       ok = held_reserve(a, huge);
@@ -78,11 +87,16 @@ static bool huge_populate(sc_arena *a, void *addr, size_t len) {
         ok = hook_fail(SC_HOOK_FAILED);
       }
     }
-    if (ok) {
-      uintptr_t from = page > (uintptr_t)addr ? page : (uintptr_t)addr;
-      uintptr_t to = page + huge < end ? page + huge : end;
-      *count += (uint32_t)(to - from);
-    }
+    if (ok)
+      *count += (uint32_t)(huge_overlap_end(page, huge, end) - huge_overlap_start(page, addr));
+  }
+  for (uintptr_t undo = lo; !ok && w != NULL && undo < page - huge; undo += huge) {
+    uint32_t *count = huge_count(w, undo, huge);
+    *count -= (uint32_t)(huge_overlap_end(undo, huge, end) - huge_overlap_start(undo, addr));
+    if (*count == 0 && madvise((void *)undo, huge, MADV_DONTNEED) == 0)
+      held_release(a, huge);
+    else if (*count == 0)
+      *count = 1; /* kept: counted whole, as populated */
   }
   pthread_mutex_unlock(&a->window_lock);
   if (ok)
@@ -101,8 +115,7 @@ static bool huge_drop(sc_arena *a, void *addr, size_t len) {
   pthread_mutex_lock(&a->window_lock);
   sc_window *w = sc_window_of(a, addr);
   for (uintptr_t page = lo; w != NULL && page < end; page += huge) {
-    uintptr_t from = page > (uintptr_t)addr ? page : (uintptr_t)addr;
-    uintptr_t to = page + huge < end ? page + huge : end;
+    uintptr_t from = huge_overlap_start(page, addr), to = huge_overlap_end(page, huge, end);
     uint32_t *count = huge_count(w, page, huge);
     *count -= *count < to - from ? *count : (uint32_t)(to - from);
     if (*count == 0 && madvise((void *)page, huge, MADV_DONTNEED) == 0)
