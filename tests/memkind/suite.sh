@@ -15,8 +15,16 @@
 # the host), `run` runs what was built (in the guest too), `both` is the
 # default.  Output: counts per library, then every test Debian's memkind
 # passes that ours does not, with its status; exit 1 if there is one.
-# With SICM_SUITE_HUGE_PAGES=N (as root, in the guest) each node reserves N
-# huge pages of 2 MiB while the tests run, for memkind's hugetlb kinds.
+# With SICM_SUITE_HUGE_PAGES=N (as root) each node reserves N huge pages of
+# 2 MiB while the tests run, for memkind's hugetlb kinds, and the tests
+# that reserve their own may (see below): without it those fail in both.
+#
+# Some sources include memkind's internal headers.  Debian's build takes
+# them from MEMKIND_SRC's include/ (the library exports what they declare);
+# libsicm's takes the stand-ins of tests/memkind/standins, which declare
+# only what the tests call, from memkind's public API or libnuma.  A source
+# that needs what libsicm's memkind cannot honestly give is left out of
+# libsicm's build by name (left_out below), and its tests are listed apart.
 set -u
 src=${1:-}
 step=${2:-both}
@@ -31,6 +39,18 @@ sources="main dlopen_test error_message_tests hbw_allocator_tests memkind_alloca
   memkind_detect_kind_tests memkind_null_kind_test memkind_versioning_tests negative_tests
   pmem_allocator_tests fixed_allocator_tests bat_tests check get_arena_test
   hbw_verify_function_test multithreaded_tests static_kinds_tests trial_generator"
+# SOURCE|TESTS|REASON: not built against libsicm's memkind; TESTS (a gtest
+# pattern) are what Debian's build runs of it.
+left_out=(
+  "get_arena_test|GetArenaTest.*|memkind_thread_get_arena gives the index of memkind's jemalloc arena for the calling thread; libsicm's kinds have no arena indices"
+  "static_kinds_tests|StaticKindsTest.*|reads each static kind's ops table (struct memkind_ops, init_once) through memkind's private struct memkind; libsicm's kinds have no ops table"
+)
+left_out_reason() { # left_out_reason SOURCE: its reason, or nothing
+  local e
+  for e in "${left_out[@]}"; do
+    [ "${e%%|*}" = "$1" ] && echo "${e##*|}"
+  done
+}
 flags="-std=gnu++14 -O1 -D_GNU_SOURCE -fopenmp -DNUMAKIND_MAX=2048 -DMEMKIND_DEPRECATED(x)=x"
 
 build_one() { # build_one NAME INCLUDES LIBS: all_tests of one library in $out/NAME
@@ -42,7 +62,12 @@ build_one() { # build_one NAME INCLUDES LIBS: all_tests of one library in $out/N
     'namespace testing { namespace internal { extern bool g_help_flag; }' \
     'inline bool GetGtestHelpFlag() { return internal::g_help_flag; } }' > "$dir/help_flag.h"
   for s in $sources; do
-    local extra=""
+    local extra="" why
+    why=$([ "$name" = sicm ] && left_out_reason "$s")
+    if [ -n "$why" ]; then
+      echo "$name: $s.cpp left out: $why"
+      continue
+    fi
     [ "$s" = main ] && extra="-include $dir/help_flag.h"
     # shellcheck disable=SC2086
     if g++ $flags $incs -I"$src/test" $extra -c "$src/test/$s.cpp" -o "$dir/obj/$s.o" \
@@ -74,6 +99,8 @@ run_one() { # run_one NAME: each test in its own process; NAME/status.tsv
     while read -r t; do
       timeout -k 5 120 "$dir/all_tests" --gtest_filter="$t" -d "$dir/pmem/" > "$dir/last.log" 2>&1 < /dev/null
       rc=$?
+      # shellcheck disable=SC2086
+      [ -z "$pools" ] || pools_set $pools # what a test that crashed left reserved
       if [ $rc -eq 0 ]; then status=PASSED
       elif [ $rc -ge 124 ]; then status=CRASHED; else status=FAILED; fi
       grep -q '^\[  SKIPPED \]' "$dir/last.log" && status=SKIPPED
@@ -82,20 +109,44 @@ run_one() { # run_one NAME: each test in its own process; NAME/status.tsv
 }
 
 if [ "$step" != run ]; then
-  build_one debian "" "-lmemkind -lnuma" || exit 1
-  build_one sicm "-I$top/include/sicm_memkind" \
+  build_one debian "-idirafter $src/include" "-lmemkind -lnuma" || exit 1
+  build_one sicm "-I$top/include/sicm_memkind -I$top/tests/memkind/standins" \
     "-L$b/src/memkind/.libs -Wl,-rpath,$b/src/memkind/.libs -Wl,-rpath,$b/src/.libs -lmemkind -lnuma" ||
     exit 1
 fi
 [ "$step" = build ] && exit 0
-huge_pages() { # huge_pages N: reserve N 2 MiB pages on every node
-  for f in /sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hugepages; do
-    echo "$1" > "$f" || return 1
+# Huge pages: memkind's tests reserve what they need (HugePageOrganizer,
+# with `sudo sh -c`) and give it back on exit, which a test that crashes
+# never reaches.  Only with SICM_SUITE_HUGE_PAGES (the pools are the whole
+# machine's): then every test starts from N pages per node, the tests may
+# change them (as root without sudo, through a stand-in that runs the
+# command as it is), and the script leaves the pools as it found them.
+pool_files=$(ls /sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hugepages 2> /dev/null)
+pools_now() { # FILE=PAGES for every node's pool
+  local f
+  for f in $pool_files; do echo "$f=$(cat "$f")"; done
+}
+pools_set() { # pools_set FILE=PAGES...: 0, or 1 when one cannot be set
+  local p
+  for p in "$@"; do
+    [ "$(cat "${p%=*}")" = "${p#*=}" ] || echo "${p#*=}" > "${p%=*}" || return 1
   done
 }
+pools=""
 if [ -n "${SICM_SUITE_HUGE_PAGES:-}" ]; then
-  huge_pages "$SICM_SUITE_HUGE_PAGES" || { echo "cannot reserve huge pages"; exit 1; }
-  trap 'huge_pages 0' EXIT
+  initial=$(pools_now)
+  # shellcheck disable=SC2086
+  trap 'pools_set $initial' EXIT
+  # shellcheck disable=SC2046
+  pools_set $(for f in $pool_files; do echo "$f=$SICM_SUITE_HUGE_PAGES"; done) ||
+    { echo "cannot reserve huge pages"; exit 1; }
+  pools=$(pools_now)
+  if [ "$(id -u)" = 0 ] && ! command -v sudo > /dev/null; then
+    mkdir -p "$out/bin"
+    printf '#!/bin/sh\nexec "$@"\n' > "$out/bin/sudo"
+    chmod +x "$out/bin/sudo"
+    PATH=$out/bin:$PATH
+  fi
 fi
 for lib in debian sicm; do
   mkdir -p "$out/$lib/pmem"
@@ -110,6 +161,23 @@ worse=$(awk -F'\t' 'NR == FNR {if ($2 == "PASSED") ok[$1] = 1; next}
   {seen[$1] = $2} END {for (t in ok) {status = (t in seen) ? seen[t] : "NOT BUILT"
     if (status != "PASSED") print t "\t" status}}' \
   "$out/debian/status.tsv" "$out/sicm/status.tsv" | sort)
+# The tests of sources left out on purpose, apart, with the reason.
+apart="" rest=""
+while IFS=$'\t' read -r t status; do
+  [ -n "$t" ] || continue
+  why=""
+  for e in "${left_out[@]}"; do
+    pattern=${e#*|}
+    # shellcheck disable=SC2053
+    [[ $t == ${pattern%%|*} ]] && why=${e##*|}
+  done
+  if [ -n "$why" ]; then apart="$apart$t: $why"$'\n'; else rest="$rest$t"$'\t'"$status"$'\n'; fi
+done <<< "$worse"
+if [ -n "$apart" ]; then
+  echo "passing with Debian's memkind, left out of libsicm's build:"
+  printf '%s' "$apart"
+fi
+worse=${rest%$'\n'}
 if [ -n "$worse" ]; then
   echo "passing with Debian's memkind, not with libsicm's:"
   echo "$worse"
