@@ -293,13 +293,22 @@ SICM_API const char *sicm_rank_by_name(sicm_rank_by by);
 typedef struct sicm_arena_s *sicm_arena;
 
 /* Flags of sicm_arena_create_devices().  Placement: at most one of
- * PREFERRED and INTERLEAVE (default: strict binding).  Huge pages: at most
- * one of HUGEPAGES and NOHUGEPAGES (default: the system's THP setting). */
+ * PREFERRED, INTERLEAVE and FIRST_TOUCH (default: strict binding).  Huge
+ * pages: at most one of HUGEPAGES and NOHUGEPAGES (default: the system's
+ * THP setting). */
 enum sicm_arena_flags {
   SICM_ARENA_PREFERRED = 1u << 0,   /* prefer the devices, fall back elsewhere when full */
   SICM_ARENA_INTERLEAVE = 1u << 1,  /* interleave pages over the devices, strictly */
   SICM_ARENA_HUGEPAGES = 1u << 2,   /* ask for transparent huge pages (MADV_HUGEPAGE) */
   SICM_ARENA_NOHUGEPAGES = 1u << 3, /* never transparent huge pages (MADV_NOHUGEPAGE) */
+  /* No memory policy of the arena's own (MPOL_DEFAULT): a page goes where
+   * the policy of the thread that first touches it puts it, by default
+   * that thread's node, as malloc's pages do (a hugetlb arena's are
+   * touched as it commits them, by the allocating thread).  The devices
+   * give the page size and are the arena's for sicm_arena_get_devices();
+   * its capacity is all memory.  Not with the placer's flags, nor in a
+   * move (sicm_arena_set_devices()). */
+  SICM_ARENA_FIRST_TOUCH = 1u << 6,
 };
 
 /* Most devices one arena can be bound to. */

@@ -81,11 +81,15 @@ static void memory_totals(size_t *ram, size_t *swap) {
 int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
                     unsigned flags, sc_binding *out) {
   const unsigned known = SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE | SICM_ARENA_HUGEPAGES |
-                         SICM_ARENA_NOHUGEPAGES | SICM_ARENA_AUTOPLACE | SICM_ARENA_ANYWHERE;
+                         SICM_ARENA_NOHUGEPAGES | SICM_ARENA_AUTOPLACE | SICM_ARENA_ANYWHERE |
+                         SICM_ARENA_FIRST_TOUCH;
+  const unsigned placement = SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE | SICM_ARENA_FIRST_TOUCH;
   if (flags & ~known)
     return sc_fail(EINVAL, "unknown arena flags 0x%x", flags & ~known);
-  if ((flags & SICM_ARENA_PREFERRED) && (flags & SICM_ARENA_INTERLEAVE))
-    return sc_fail(EINVAL, "PREFERRED and INTERLEAVE exclude each other");
+  if (__builtin_popcount(flags & placement) > 1)
+    return sc_fail(EINVAL, "PREFERRED, INTERLEAVE and FIRST_TOUCH exclude each other");
+  if ((flags & SICM_ARENA_FIRST_TOUCH) && (flags & (SICM_ARENA_AUTOPLACE | SICM_ARENA_ANYWHERE)))
+    return sc_fail(EINVAL, "the placer places an arena by binding it; FIRST_TOUCH binds nothing");
   if ((flags & SICM_ARENA_HUGEPAGES) && (flags & SICM_ARENA_NOHUGEPAGES))
     return sc_fail(EINVAL, "HUGEPAGES and NOHUGEPAGES exclude each other");
   if (devs == NULL || ndevs == 0 || ndevs > SICM_ARENA_DEVICES_MAX)
@@ -114,11 +118,15 @@ int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
     out->policy = MPOL_INTERLEAVE;
   else if (flags & SICM_ARENA_PREFERRED)
     out->policy = ndevs == 1 ? MPOL_PREFERRED : MPOL_PREFERRED_MANY;
+  else if (flags & SICM_ARENA_FIRST_TOUCH)
+    out->policy = MPOL_DEFAULT;
   else
     out->policy = MPOL_BIND;
+  if (out->policy == MPOL_DEFAULT) /* which takes no nodes: mbind refuses any */
+    memset(&out->nodes, 0, sizeof out->nodes);
   size_t ram, swap;
   memory_totals(&ram, &swap);
-  if (flags & SICM_ARENA_PREFERRED) {
+  if (flags & (SICM_ARENA_PREFERRED | SICM_ARENA_FIRST_TOUCH)) {
     out->capacity = ram;
   } else {
     for (unsigned i = 0; i < ndevs; i++)

@@ -41,8 +41,8 @@ typedef struct sc_window {
 
 /* Where an arena's pages go: the devices and the mbind policy over them. */
 typedef struct sc_binding {
-  int policy;                   /* MPOL_BIND, MPOL_PREFERRED(_MANY), MPOL_INTERLEAVE */
-  sc_nodemask nodes;            /* nodes of the devices */
+  int policy;                   /* MPOL_BIND, _PREFERRED(_MANY), _INTERLEAVE or _DEFAULT */
+  sc_nodemask nodes;            /* nodes of the devices (none for MPOL_DEFAULT) */
   unsigned ndevices;
   sicm_device *devices[SICM_ARENA_DEVICES_MAX];
   size_t huge_page;             /* the devices' hugetlb page size; 0: base pages */

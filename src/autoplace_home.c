@@ -53,10 +53,14 @@ int sc_autoplace_on_fast(const sc_nodemask *fast, sicm_device *const *devs, int 
   return n > 0;
 }
 
+/* The placement flags that keep an arena's policy in a move; a
+ * FIRST_TOUCH arena (MPOL_DEFAULT), which no move keeps, prefers its
+ * devices: it may still spill anywhere, as before. */
 static unsigned policy_flags(int policy) {
-  return policy == MPOL_INTERLEAVE                                    ? SICM_ARENA_INTERLEAVE
-         : policy == MPOL_PREFERRED || policy == MPOL_PREFERRED_MANY ? SICM_ARENA_PREFERRED
-                                                                      : 0;
+  return policy == MPOL_INTERLEAVE ? SICM_ARENA_INTERLEAVE
+         : policy == MPOL_PREFERRED || policy == MPOL_PREFERRED_MANY || policy == MPOL_DEFAULT
+             ? SICM_ARENA_PREFERRED
+             : 0;
 }
 
 unsigned sc_autoplace_home(sc_arena *a, sicm_device *const *devs, int n, const sc_nodemask *fast,

@@ -252,6 +252,9 @@ static sc_arena *migrate_prepare(sicm_arena sa, sicm_device *const *devs, unsign
   if (flags & (SICM_ARENA_HUGEPAGES | SICM_ARENA_NOHUGEPAGES | SICM_ARENA_AUTOPLACE |
                SICM_ARENA_ANYWHERE))
     return sc_fail_null(EINVAL, "huge-page and placer flags belong to sicm_arena_create_devices");
+  if (flags & SICM_ARENA_FIRST_TOUCH)
+    return sc_fail_null(EINVAL, "a move binds the arena's pages to its target; FIRST_TOUCH "
+                                "binds nothing");
   if (sc_binding_make(s, devs, ndevs, flags, to) != 0)
     return NULL;
   pthread_mutex_lock(&a->window_lock);

@@ -2,6 +2,7 @@
 // test_arena.cc: arena lifecycle, allocation calls, lookup, and the errors
 // of each, on this machine (placement itself is checked in the guest).
 #include <errno.h>
+#include <numaif.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "sicm_autoplace.h"
+#include "sicm_migration.h"
 #include "sicm_test.h"
 
 namespace {
@@ -509,6 +512,39 @@ TEST_F(Arena, ListDevicesSizeAndStats) {
   EXPECT_EQ(list.begin() + std::min<size_t>(n, list.size()),
             std::find(list.begin(), list.begin() + std::min<size_t>(n, list.size()), a));
   EXPECT_EQ(0, sicm_arena_destroy(b));
+}
+
+// The policy the kernel reports for the page at p, or -1.
+int PolicyAt(void *p) {
+  int mode = -1;
+  unsigned long nodes[16] = {};
+  return get_mempolicy(&mode, nodes, sizeof nodes * 8, p, MPOL_F_ADDR) == 0 ? mode : -1;
+}
+
+TEST_F(Arena, FirstTouchBindsNothingUntilAMove) {
+  const unsigned first_touch = SICM_ARENA_FIRST_TOUCH;
+  for (unsigned other : {(unsigned)SICM_ARENA_PREFERRED, (unsigned)SICM_ARENA_INTERLEAVE,
+                         (unsigned)SICM_ARENA_AUTOPLACE, (unsigned)SICM_ARENA_ANYWHERE}) {
+    errno = 0;
+    EXPECT_EQ(nullptr, sicm_arena_create_devices(0, &dev_, 1, first_touch | other)) << other;
+    EXPECT_EQ(EINVAL, errno) << other;
+  }
+  sicm_arena a = sicm_arena_create_devices(0, &dev_, 1, first_touch);
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  EXPECT_EQ(dev_, sicm_arena_get_device(a));
+  char *small = static_cast<char *>(sicm_arena_alloc(a, 64));
+  char *large = static_cast<char *>(sicm_arena_alloc(a, 5 << 20));
+  ASSERT_TRUE(small != nullptr && large != nullptr);
+  memset(large, 1, 5 << 20);
+  EXPECT_EQ(MPOL_DEFAULT, PolicyAt(small));
+  EXPECT_EQ(MPOL_DEFAULT, PolicyAt(large + (4 << 20)));
+  errno = 0;
+  EXPECT_EQ(-1, sicm_arena_set_devices(a, &dev_, 1, first_touch));
+  EXPECT_EQ(EINVAL, errno);
+  ASSERT_EQ(0, sicm_arena_set_device(a, dev_)) << sicm_error_detail();
+  EXPECT_EQ(MPOL_BIND, PolicyAt(large));
+  EXPECT_EQ(1, large[(5 << 20) - 1]);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
 TEST_F(Arena, DefaultArenaPerThread) {

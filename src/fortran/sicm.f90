@@ -24,7 +24,7 @@ module sicm
   integer(c_int), parameter :: SICM_INITIATOR_SELF = -1
   ! sicm_arena_flags
   integer(c_int), parameter :: SICM_ARENA_PREFERRED = 1, SICM_ARENA_INTERLEAVE = 2, &
-       SICM_ARENA_HUGEPAGES = 4, SICM_ARENA_NOHUGEPAGES = 8
+       SICM_ARENA_HUGEPAGES = 4, SICM_ARENA_NOHUGEPAGES = 8, SICM_ARENA_FIRST_TOUCH = 64
   integer(c_int), parameter :: SICM_STATS_JSON = 1
 
   type, bind(c) :: sicm_perf
