@@ -194,7 +194,10 @@ static sicm_arena kind_arena_make(memkind_t k, int node) {
     flags |= SICM_ARENA_INTERLEAVE;
   else if (k->place == PLACE_PREFERRED)
     flags |= SICM_ARENA_PREFERRED;
-  if (n == 0 && k->place == PLACE_PREFERRED && (devs[0] = sicm_device_of_node(node, k->huge_page)))
+  else if (k->place == PLACE_DEFAULT)
+    flags |= SICM_ARENA_FIRST_TOUCH;
+  if (n == 0 && k->place != PLACE_BIND && k->place != PLACE_INTERLEAVE &&
+      (devs[0] = sicm_device_of_node(node, k->huge_page)))
     n = 1; /* no memory of the kind's type: the local node, as memkind documents */
   sicm_arena made = n > 0 ? sicm_arena_create_devices(0, devs, n, flags) : NULL;
   if (made == NULL) {

@@ -117,8 +117,8 @@ int memkind_get_kind_by_partition(int partition, memkind_t *kind) {
   return 0;
 }
 
-/* A kind is one set of nodes unless it prefers (it may spill anywhere) or
- * takes hugetlb pages (memkind refuses those too). */
+/* A kind is one set of nodes unless it prefers or binds nothing (it may
+ * spill anywhere) or takes hugetlb pages (memkind refuses those too). */
 ssize_t memkind_get_capacity(memkind_t kind) {
   if (!mk_kind_valid(kind) || !mk_ready())
     return -1;
@@ -132,7 +132,7 @@ ssize_t memkind_get_capacity(memkind_t kind) {
   }
   if (mk_kind_single(kind))
     return (ssize_t)kind->single_size;
-  if (kind->place == PLACE_PREFERRED || kind->huge_page)
+  if (kind->place == PLACE_PREFERRED || kind->place == PLACE_DEFAULT || kind->huge_page)
     return -1;
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
   int node = sicm_node_self();

@@ -9,7 +9,7 @@
 
 typedef enum kind_memory {
   MEM_DEFAULT,            /* the process heap */
-  MEM_LOCAL,              /* the calling CPU's node, preferred (memkind.c) */
+  MEM_LOCAL,              /* the calling CPU's node (memkind.c) */
   MEM_HBW,                /* devices classified HBM (or MEMKIND_HBW_NODES) */
   MEM_CAPACITY,           /* devices classified capacity */
   MEM_ANY,                /* every base-page device */
@@ -21,7 +21,9 @@ typedef enum kind_memory {
 } kind_memory;
 
 typedef enum kind_scope { SCOPE_NEAREST, SCOPE_ALL, SCOPE_LOCAL } kind_scope;
-typedef enum kind_place { PLACE_BIND, PLACE_PREFERRED, PLACE_INTERLEAVE } kind_place;
+/* PLACE_DEFAULT: no policy of the kind's own, as memkind's MEMKIND_DEFAULT,
+ * MEMKIND_HUGETLB and MEMKIND_GBTLB set none (SICM_ARENA_FIRST_TOUCH). */
+typedef enum kind_place { PLACE_BIND, PLACE_PREFERRED, PLACE_INTERLEAVE, PLACE_DEFAULT } kind_place;
 
 struct memkind {
   const char *name;
@@ -70,12 +72,13 @@ struct mk_machine {
    * sicm_node_self(). */
   int ncpus;
   short *cpu_node;
-  /* MEMKIND_DEFAULT's memory comes from an arena per node that prefers the
-   * node of the allocating CPU — where the default policy puts a page the
-   * allocating thread touches first — so that it takes the same fast path
-   * as every other kind.  Where the process runs under another policy
-   * (numactl --interleave or --membind), malloc follows that policy and
-   * MEMKIND_DEFAULT is malloc's: then this is 0. */
+  /* MEMKIND_DEFAULT's memory comes from an arena per node with no policy
+   * of its own — a page goes where the default policy puts it, the node of
+   * the thread that touches it first, as malloc's and memkind's do — so
+   * that it takes the same fast path as every other kind.  Where the
+   * process runs under another policy (numactl --interleave or --membind),
+   * malloc follows that policy and MEMKIND_DEFAULT is malloc's: then this
+   * is 0. */
   int local_in_arenas;
   struct bitmask *hbw_override; /* MEMKIND_HBW_NODES parsed, or NULL */
 };

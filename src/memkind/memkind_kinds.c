@@ -11,7 +11,7 @@
 #define MB2 ((size_t)2 << 20)
 #define GB1 ((size_t)1 << 30)
 struct memkind mk_kinds[MK_KINDS_MAX] = {
-    KIND("memkind_default", MEM_LOCAL, SCOPE_NEAREST, PLACE_PREFERRED),
+    KIND("memkind_default", MEM_LOCAL, SCOPE_NEAREST, PLACE_DEFAULT),
     KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
     KIND("memkind_hbw", MEM_HBW, SCOPE_NEAREST, PLACE_BIND),
     KIND("memkind_hbw_all", MEM_HBW, SCOPE_ALL, PLACE_BIND),
@@ -34,12 +34,13 @@ struct memkind mk_kinds[MK_KINDS_MAX] = {
     KIND("memkind_highest_bandwidth_local_preferred", MEM_HIGHEST_BANDWIDTH, SCOPE_LOCAL,
          PLACE_PREFERRED),
     /* Hugetlb pages from the nodes' reserved pools: MEMKIND_HUGETLB and
-     * MEMKIND_GBTLB take the default policy's (the nearest pool first). */
-    HUGE_KIND("memkind_hugetlb", MEM_ANY, SCOPE_NEAREST, PLACE_PREFERRED, MB2),
+     * MEMKIND_GBTLB take the default policy's (the allocating thread's
+     * pool first). */
+    HUGE_KIND("memkind_hugetlb", MEM_ANY, SCOPE_NEAREST, PLACE_DEFAULT, MB2),
     HUGE_KIND("memkind_hbw_hugetlb", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, MB2),
     HUGE_KIND("memkind_hbw_preferred_hugetlb", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, MB2),
     HUGE_KIND("memkind_hbw_all_hugetlb", MEM_HBW, SCOPE_ALL, PLACE_BIND, MB2),
-    HUGE_KIND("memkind_gbtlb", MEM_ANY, SCOPE_NEAREST, PLACE_PREFERRED, GB1),
+    HUGE_KIND("memkind_gbtlb", MEM_ANY, SCOPE_NEAREST, PLACE_DEFAULT, GB1),
     HUGE_KIND("memkind_hbw_gbtlb", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, GB1),
     HUGE_KIND("memkind_hbw_preferred_gbtlb", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, GB1),
 };
