@@ -22,8 +22,8 @@ typedef enum {
 typedef enum {
   HBW_PAGESIZE_4KB = 1,
   HBW_PAGESIZE_2MB = 2,       /* hugetlb pages of 2 MiB, from the nodes' pools */
-  HBW_PAGESIZE_1GB_STRICT = 3, /* hugetlb pages of 1 GiB; size a multiple of 1 GiB */
-  HBW_PAGESIZE_1GB = 4,       /* hugetlb pages of 1 GiB */
+  HBW_PAGESIZE_1GB_STRICT = 3, /* as 1GB; size a multiple of 1 GiB */
+  HBW_PAGESIZE_1GB = 4,       /* the GBTLB kinds: hugetlb pages of 2 MiB, as memkind */
   HBW_PAGESIZE_MAX_VALUE
 } hbw_pagesize_t;
 
@@ -47,8 +47,9 @@ SICM_MEMKIND_API void *hbw_calloc(size_t num, size_t size);
 /* 0, ENOMEM, or EINVAL (alignment not a power of two multiple of
  * sizeof(void *)). */
 SICM_MEMKIND_API int hbw_posix_memalign(void **memptr, size_t alignment, size_t size);
-/* As hbw_posix_memalign, in pages of `pagesize`; EINVAL for 1 GiB pages,
- * and for 2 MiB pages under HBW_POLICY_INTERLEAVE (as memkind). */
+/* As hbw_posix_memalign, in pages of `pagesize`; EINVAL for 1GB_STRICT and
+ * a size not a multiple of 1 GiB, and for huge pages under
+ * HBW_POLICY_INTERLEAVE (as memkind). */
 SICM_MEMKIND_API int hbw_posix_memalign_psize(void **memptr, size_t alignment, size_t size,
                                               hbw_pagesize_t pagesize);
 SICM_MEMKIND_API void *hbw_realloc(void *ptr, size_t size);

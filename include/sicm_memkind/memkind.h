@@ -129,10 +129,10 @@ SICM_MEMKIND_API extern memkind_t MEMKIND_LOWEST_LATENCY_LOCAL;
 SICM_MEMKIND_API extern memkind_t MEMKIND_LOWEST_LATENCY_LOCAL_PREFERRED;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HIGHEST_BANDWIDTH_LOCAL_PREFERRED;
-/* Hugetlb kinds (2 MiB pages; the GBTLB ones 1 GiB) from the pools the
- * system reserved on each node (vm.nr_hugepages, per node in sysfs):
- * MEMKIND_ERROR_HUGETLB where the kind's nodes have none; a pool run dry
- * is NULL with ENOMEM. */
+/* Hugetlb kinds (2 MiB pages, the GBTLB ones too, as memkind's) from the
+ * pools the system reserved on each node (vm.nr_hugepages, per node in
+ * sysfs): MEMKIND_ERROR_HUGETLB where the kind's nodes have none; a pool
+ * run dry is NULL with ENOMEM. */
 SICM_MEMKIND_API extern memkind_t MEMKIND_HUGETLB;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HBW_HUGETLB;
 SICM_MEMKIND_API extern memkind_t MEMKIND_HBW_ALL_HUGETLB;

@@ -9,7 +9,6 @@
 #define KIND(name, memory, scope, place) {name, memory, scope, place, 0, NULL, NULL, 0}
 #define HUGE_KIND(name, memory, scope, place, page) {name, memory, scope, place, page, NULL, NULL, 0}
 #define MB2 ((size_t)2 << 20)
-#define GB1 ((size_t)1 << 30)
 struct memkind mk_kinds[MK_KINDS_MAX] = {
     KIND("memkind_default", MEM_LOCAL, SCOPE_NEAREST, PLACE_DEFAULT),
     KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
@@ -35,14 +34,15 @@ struct memkind mk_kinds[MK_KINDS_MAX] = {
          PLACE_PREFERRED),
     /* Hugetlb pages from the nodes' reserved pools: MEMKIND_HUGETLB and
      * MEMKIND_GBTLB take the default policy's (the allocating thread's
-     * pool first). */
+     * pool first).  memkind's GBTLB kinds map 1 GiB at a time of 2 MiB
+     * pages (MAP_HUGE_2MB): 2 MiB pages here too, committed as used. */
     HUGE_KIND("memkind_hugetlb", MEM_ANY, SCOPE_NEAREST, PLACE_DEFAULT, MB2),
     HUGE_KIND("memkind_hbw_hugetlb", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, MB2),
     HUGE_KIND("memkind_hbw_preferred_hugetlb", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, MB2),
     HUGE_KIND("memkind_hbw_all_hugetlb", MEM_HBW, SCOPE_ALL, PLACE_BIND, MB2),
-    HUGE_KIND("memkind_gbtlb", MEM_ANY, SCOPE_NEAREST, PLACE_DEFAULT, GB1),
-    HUGE_KIND("memkind_hbw_gbtlb", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, GB1),
-    HUGE_KIND("memkind_hbw_preferred_gbtlb", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, GB1),
+    HUGE_KIND("memkind_gbtlb", MEM_ANY, SCOPE_NEAREST, PLACE_DEFAULT, MB2),
+    HUGE_KIND("memkind_hbw_gbtlb", MEM_HBW, SCOPE_NEAREST, PLACE_BIND, MB2),
+    HUGE_KIND("memkind_hbw_preferred_gbtlb", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED, MB2),
 };
 memkind_t MEMKIND_DEFAULT = &mk_kinds[0];
 memkind_t MEMKIND_REGULAR = &mk_kinds[MK_KIND_REGULAR];

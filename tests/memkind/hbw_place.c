@@ -5,8 +5,9 @@
  * With --moving it moves itself from CPU to CPU (0, 1, then 0 again) and
  * reports where each next allocation landed; with --interleave it sets
  * HBW_POLICY_INTERLEAVE and reports the kernel policy of its block; with
- * --huge it asks for 2 MiB and 1 GiB pages (hbw_posix_memalign_psize) and
- * reports the node and kernel page size of what it got. */
+ * --huge it asks for 2 MiB and 1GB pages (hbw_posix_memalign_psize: memkind
+ * gives 2 MiB pages for both) and reports the node and kernel page size of
+ * what it got. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
