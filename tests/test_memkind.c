@@ -38,7 +38,7 @@ static void every_working_kind_allocates_frees_and_is_detected(void) {
       continue;
     memset(p, 0x5a, 1000);
     CHECK(memkind_malloc_usable_size(always[k], p) >= 1000);
-    CHECK(memkind_detect_kind(p) == always[k]); /* the heap's blocks are REGULAR's here */
+    CHECK(memkind_detect_kind(p) == always[k]);
     char *q = memkind_realloc(NULL, p, 5000); /* kind detected */
     CHECK(q != NULL && q[999] == 0x5a);
     memkind_free(NULL, q);

@@ -99,7 +99,9 @@ typedef enum memkind_stat_print_opt {
   MEMKIND_STAT_PRINT_OMIT_EXTENT = 1U << 8,
 } memkind_stat_print_opt;
 
-/* Process memory on the default heap (the process's malloc). */
+/* Process memory as the default policy places it (the process's malloc
+ * under another policy); memory bound to the nodes with CPUs (memkind's
+ * regular nodes). */
 SICM_MEMKIND_API extern memkind_t MEMKIND_DEFAULT;
 SICM_MEMKIND_API extern memkind_t MEMKIND_REGULAR;
 /* High-bandwidth memory: the nearest HBM node (bound), all HBM nodes

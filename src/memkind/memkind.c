@@ -5,8 +5,8 @@
  * gets one libsicm arena per initiator node, created on first use, bound
  * to the devices the kind selects from that node: this file holds those
  * arenas, cached per CPU, and memkind.h's allocation calls.
- * MEMKIND_REGULAR is the process's malloc; MEMKIND_DEFAULT too where the
- * process's memory policy is not the default (memkind_init.c).
+ * MEMKIND_DEFAULT is the process's malloc where the process's memory
+ * policy is not the default (memkind_init.c).
  * Only libsicm's public API is used, with its header's inline paths: a
  * kind's allocation is a load of the calling CPU's arena for the kind
  * from mk_fast and an inline sicm_arena_alloc, its free the header's
@@ -25,9 +25,6 @@
 #include "memkind_internal.h"
 
 #define NKINDS MK_NKINDS /* the static kinds; file-backed ones follow, made at run time */
-/* The process's malloc.  Compared by address on the fast path: reading the
- * exported MEMKIND_REGULAR, or the kind, would be a load. */
-#define KIND_REGULAR (&mk_kinds[MK_KIND_REGULAR])
 
 struct mk_fast mk_fast;
 
@@ -64,17 +61,13 @@ static int kind_valid(memkind_t kind) {
 int mk_kind_valid(memkind_t kind) { return kind_valid(kind); }
 
 /* Whether the heap serves the kind whenever its arenas do not:
- * MEMKIND_REGULAR always, MEMKIND_DEFAULT under another memory policy or
- * on a node without memory of its own. */
-static int kind_of_heap(memkind_t kind) {
-  return kind->memory == MEM_DEFAULT || kind->memory == MEM_LOCAL;
-}
+ * MEMKIND_DEFAULT, under another memory policy or on a node without memory
+ * of its own. */
+static int kind_of_heap(memkind_t kind) { return kind->memory == MEM_LOCAL; }
 
-/* Whether the kind's memory is the process heap's (for MEMKIND_DEFAULT,
- * decided at start-up). */
+/* Whether the kind's memory is the process heap's (decided at start-up). */
 static int kind_in_heap(memkind_t kind) {
-  return kind->memory == MEM_DEFAULT ||
-         (kind->memory == MEM_LOCAL && !(mk_ready() && mk_machine.local_in_arenas));
+  return kind->memory == MEM_LOCAL && !(mk_ready() && mk_machine.local_in_arenas);
 }
 
 int mk_kind_in_heap(memkind_t kind) { return kind_in_heap(kind); }
@@ -370,8 +363,6 @@ MK_HOT void *memkind_malloc(memkind_t kind, size_t size) {
   }
   if (size == 0)
     return NULL;
-  if (kind == KIND_REGULAR)
-    return malloc(size);
   return mk_kind_malloc(kind, size);
 }
 
@@ -428,14 +419,15 @@ MK_HOT int memkind_posix_memalign(memkind_t kind, void **memptr, size_t alignmen
   return 0;
 }
 
-/* A block of the process heap is MEMKIND_REGULAR's where MEMKIND_DEFAULT
- * lives in arenas, and MEMKIND_DEFAULT's where it shares the heap. */
+/* A block of no arena is MEMKIND_DEFAULT's, as memkind says of a block
+ * its kinds' arenas do not hold (and DEFAULT's free and realloc take the
+ * heap's blocks). */
 memkind_t memkind_detect_kind(void *ptr) {
   if (ptr == NULL)
     return NULL;
   sicm_arena arena = sicm_arena_lookup(ptr);
   if (arena == NULL)
-    return kind_in_heap(MEMKIND_DEFAULT) ? MEMKIND_DEFAULT : MEMKIND_REGULAR;
+    return MEMKIND_DEFAULT;
   return kind_of_arena(arena);
 }
 

@@ -122,7 +122,7 @@ int memkind_get_kind_by_partition(int partition, memkind_t *kind) {
 ssize_t memkind_get_capacity(memkind_t kind) {
   if (!mk_kind_valid(kind) || !mk_ready())
     return -1;
-  if (kind == MEMKIND_DEFAULT || kind == MEMKIND_REGULAR) {
+  if (kind == MEMKIND_DEFAULT) {
     long long total = 0;
     for (int node = 0; node <= numa_max_node(); node++) {
       long long size = numa_node_size64(node, NULL);
@@ -177,13 +177,10 @@ int memkind_update_cached_stats(void) {
   static size_t now[MK_KINDS_MAX + 1][STATS];
   pthread_mutex_lock(&stats_lock);
   memset(now, 0, sizeof now);
-  int heap_counted = 0; /* MEMKIND_DEFAULT and MEMKIND_REGULAR may share the heap */
-  for (unsigned k = 0; k < MK_KINDS_MAX; k++) {
+  for (unsigned k = 0; k < MK_KINDS_MAX; k++) { /* the heap is one kind's at most */
     if (!mk_kind_valid(mk_kind(k)))
       continue;
     kind_stats(mk_kind(k), now[k]);
-    if (mk_kind_in_heap(mk_kind(k)) && heap_counted++)
-      continue;
     for (int s = 0; s < STATS; s++)
       now[MK_KINDS_MAX][s] += now[k][s];
   }

@@ -17,6 +17,7 @@ static int of_memory(const sicm_device *d, const struct memkind *k) {
     return 0;
   switch (k->memory) {
   case MEM_HBW: return mk_is_hbw_device(d);
+  case MEM_REGULAR: return d->has_cpus;
   case MEM_CAPACITY: return d->kind == SICM_KIND_CAPACITY;
   default: return 1;
   }

@@ -8,7 +8,7 @@
 #include "sicm.h"
 
 typedef enum kind_memory {
-  MEM_DEFAULT,            /* the process heap */
+  MEM_REGULAR,            /* nodes with CPUs: memkind's regular nodes */
   MEM_LOCAL,              /* the calling CPU's node (memkind.c) */
   MEM_HBW,                /* devices classified HBM (or MEMKIND_HBW_NODES) */
   MEM_CAPACITY,           /* devices classified capacity */
@@ -97,7 +97,7 @@ int mk_is_hbw_device(const sicm_device *d);
  * free while its name is NULL).  Hidden, so that &mk_kinds[i] is a
  * constant of the fast path, not a load. */
 extern struct memkind mk_kinds[MK_KINDS_MAX] __attribute__((visibility("hidden")));
-#define MK_KIND_REGULAR 1 /* the process's malloc */
+#define MK_KIND_REGULAR 1
 /* The i-th kind slot (NULL past the last), and whether a kind exists. */
 memkind_t mk_kind(unsigned i);
 int mk_kind_valid(memkind_t kind);

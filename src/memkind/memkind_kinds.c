@@ -11,7 +11,7 @@
 #define MB2 ((size_t)2 << 20)
 struct memkind mk_kinds[MK_KINDS_MAX] = {
     KIND("memkind_default", MEM_LOCAL, SCOPE_NEAREST, PLACE_DEFAULT),
-    KIND("memkind_regular", MEM_DEFAULT, SCOPE_ALL, PLACE_BIND),
+    KIND("memkind_regular", MEM_REGULAR, SCOPE_ALL, PLACE_BIND),
     KIND("memkind_hbw", MEM_HBW, SCOPE_NEAREST, PLACE_BIND),
     KIND("memkind_hbw_all", MEM_HBW, SCOPE_ALL, PLACE_BIND),
     KIND("memkind_hbw_preferred", MEM_HBW, SCOPE_NEAREST, PLACE_PREFERRED),
