@@ -54,8 +54,10 @@ void Create(const Op &op) {
       unsigned n = 1 + op.c % (base_devs.size() < 3 ? base_devs.size() : 3);
       m.devs.clear();
       for (unsigned i = 0; i < n; i++) m.devs.push_back(BaseDev(op.b + i));
-      unsigned flags = op.c % 3 == 1 ? SICM_ARENA_PREFERRED : op.c % 3 == 2 ? SICM_ARENA_INTERLEAVE : 0;
-      m.strict = flags != SICM_ARENA_PREFERRED;
+      static const unsigned placements[] = {0, SICM_ARENA_PREFERRED, SICM_ARENA_INTERLEAVE,
+                                            SICM_ARENA_FIRST_TOUCH};
+      unsigned flags = placements[op.c % 4];
+      m.strict = flags == 0 || flags == SICM_ARENA_INTERLEAVE;
       m.h = sicm_arena_create_devices(0, m.devs.data(), n, flags);
       break;
     }
