@@ -127,8 +127,9 @@ std::string Signature(const std::string &err) {
 
 std::vector<size_t> Shrink(const std::vector<fuzz::Op> &all, bool check_mode, uint64_t seed,
                            const std::string &signature, unsigned budget) {
+  double until = Now() + 300;  // shrinking stops after 5 minutes, or `budget` runs
   auto fails = [&](const std::vector<size_t> &keep) {
-    if (budget == 0) return false;
+    if (budget == 0 || Now() > until) return false;
     budget--;
     Outcome r = RunChild(Pick(all, keep), check_mode, seed);
     return r.failed && Signature(r.err) == signature;

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <string>
 #include <thread>
 
 #include "fuzz_model.h"
@@ -119,23 +120,32 @@ void DropBlock(size_t i) {
   blocks.pop_back();
 }
 
-bool OnItsDevices(const ArenaM &a) {
-  if (!a.strict) return true;
+// The first node off a strictly bound arena's devices that holds its
+// pages, or -1; *bytes its bytes there.
+int NodeOffItsDevices(const ArenaM &a, size_t *off) {
+  if (!a.strict) return -1;
   size_t bytes[64] = {0};
   if (sicm_arena_residency(a.h, bytes, 64) != 0) Fail("residency of a live arena refused");
   for (int node = 0; node < 64; node++) {
     bool bound = false;
     for (sicm_device *d : a.devs) bound |= d->node == node;
-    if (!bound && bytes[node] != 0) return false;
+    if (!bound && bytes[node] != 0) return *off = bytes[node], node;
   }
-  return true;
+  return -1;
 }
 
 void CheckArena(const ArenaM &a) {
   if (a.maxsize != 0 && sicm_arena_size(a.h) > a.maxsize)
     Fail("%s arena holds %zu bytes, above its maxsize %zu", kKindNames[a.kind], sicm_arena_size(a.h),
          a.maxsize);
-  if (!OnItsDevices(a)) Fail("a page of a strictly bound %s arena is off its devices", kKindNames[a.kind]);
+  size_t off = 0;
+  int node = NodeOffItsDevices(a, &off);
+  if (node >= 0) {
+    std::string devs;
+    for (sicm_device *d : a.devs) devs += " " + std::to_string(d->node);
+    Fail("%zu bytes of a strictly bound %s arena (nodes%s) on node %d", off, kKindNames[a.kind],
+         devs.c_str(), node);
+  }
 }
 
 void CheckAll() {
