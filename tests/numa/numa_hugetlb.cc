@@ -289,8 +289,8 @@ TEST_F(Hugetlb, AnEmptiedArenaServesABlockOfMostOfItsMaxsize) {
 // fork(): a hugetlb arena stays the parent's alone (its pages are not
 // inherited: a huge page both map would be copied at the first write, and
 // with the pool dry the writer, either one, would die of SIGBUS).  In the
-// child the arena is gone (ESTALE, its blocks no arena's); the parent
-// writes its block while the child lives.
+// child the arena is gone (ESTALE, its blocks no arena's) and a new one
+// works; the parent writes its block while the child lives.
 TEST_F(Hugetlb, AChildOfForkLeavesHugetlbArenasToTheParent) {
   sicm_arena a;
   unsigned char *p = ArenaWithBlock(3, 2 * kHuge, 6, &a);
@@ -306,6 +306,12 @@ TEST_F(Hugetlb, AChildOfForkLeavesHugetlbArenasToTheParent) {
     alarm(30);  // a hang is a failure, not the harness's timeout
     int bad = sicm_arena_alloc(a, 100) != nullptr || errno != ESTALE;
     bad |= sicm_arena_lookup(p) != nullptr;
+    // A hugetlb arena of its own: the pool is dry, so ENOMEM, never SIGBUS,
+    // and never a block in the parent's ranges (its record may be reused).
+    sicm_arena mine = sicm_arena_create(0, huge_[3]);
+    auto *q = mine ? (char *)sicm_arena_alloc(mine, 100) : nullptr;
+    bad |= mine == nullptr || (q == nullptr && errno != ENOMEM);
+    if (q != nullptr) memset(q, 1, 100);
     char c = 1;
     bad |= write(ready[1], &c, 1) != 1;
     usleep(200000);  // alive while the parent writes
