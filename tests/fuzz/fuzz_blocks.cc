@@ -152,8 +152,8 @@ void MisuseRefused(const Op &op) {
 }
 
 // A child of fork() reads every block, frees the blocks of private arenas
-// (a shared arena's are the parent's too), allocates anew and exits; the
-// parent's blocks stay as they were.  The parent waits, within the limit.
+// (a shared arena's are the parent's too), allocates anew, in arenas of its
+// own too, and exits; the parent's blocks stay as they were.  The parent waits, within the limit.
 void Fork(const Op &op) {
   pid_t pid = fork();
   if (pid < 0) Fail("fork");
@@ -177,6 +177,16 @@ void Fork(const Op &op) {
       if (a.kind == K_HUGETLB ? p != nullptr : p == nullptr && errno != ENOMEM)
         Fail("child: an allocation in a %s arena", kKindNames[a.kind]);
       if (p) Fill(p, 100 + k * 1000, 7), sicm_free(p);
+    }
+    // Arenas of its own, of base and of huge pages: blocks it can write.
+    sicm_device *devs[2] = {BaseDev(op.c), huge_devs.empty() ? nullptr : huge_devs[op.c % huge_devs.size()]};
+    for (sicm_device *dev : devs) {
+      sicm_arena mine = dev ? sicm_arena_create(0, dev) : nullptr;
+      char *q = mine ? (char *)sicm_arena_alloc(mine, 5000) : nullptr;
+      if (dev != nullptr && (mine == nullptr || (q == nullptr && errno != ENOMEM)))
+        Fail("child: a new arena of its own failed");
+      if (q) Fill(q, 5000, 9), sicm_free(q);
+      if (mine) sicm_arena_destroy(mine);
     }
     _exit(0);
   }
