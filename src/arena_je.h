@@ -118,10 +118,9 @@ int sc_je_classes_init(void);
 /* Starts jemalloc (and so registers its fork handlers) if nothing has. */
 void sc_je_start(void);
 /* arena_je_upkeep.c: one decay-driven purge of a private arena's shards
- * (the upkeep thread's work); around fork(), the lock of the switch. */
+ * (the upkeep thread's work); in a child of fork(), upkeep off. */
 void sc_je_upkeep_decay(sc_arena *a);
-void sc_je_upkeep_fork_lock(void);
-void sc_je_upkeep_fork_unlock(int child);
+void sc_je_upkeep_fork_child(void);
 /* The private kind's creation: what sicm_arena_create_devices() does,
  * plus the library_default mark (sc_arenas_set_default_kind). */
 sicm_arena sc_je_arena_create(size_t maxsize, sicm_device *const *devs, unsigned ndevs,

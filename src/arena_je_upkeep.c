@@ -71,8 +71,7 @@ void *sicm_defrag_reallocate(void *ptr) {
  * 5.3.0; fixed in its pull request 2966).  Arenas come and go here at any
  * time, so jemalloc's threads stay off, and one thread of ours runs the
  * same decay-driven purge of every private arena (sc_arenas_upkeep()).
- * toggle_lock orders the calls (and forks); upkeep_lock guards the
- * thread's word. */
+ * toggle_lock orders the calls; upkeep_lock guards the thread's word. */
 enum { UPKEEP_INTERVAL_MS = 250 };
 static pthread_mutex_t toggle_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t upkeep_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -148,14 +147,13 @@ int sicm_background_threads(int enable) {
   return rc;
 }
 
-void sc_je_upkeep_fork_lock(void) {
-  pthread_mutex_lock(&toggle_lock);
-}
-
-void sc_je_upkeep_fork_unlock(int child) {
-  if (child) { /* the thread is the parent's: the child starts with upkeep off */
-    pthread_mutex_init(&upkeep_lock, NULL);
-    upkeep_on = upkeep_running = 0;
-  }
-  pthread_mutex_unlock(&toggle_lock);
+void sc_je_upkeep_fork_child(void) {
+  /* The thread is the parent's: the child starts with upkeep off.  The
+   * locks are made anew rather than taken around fork(): a thread may
+   * have held one, and jemalloc's handlers already hold as many locks as
+   * ThreadSanitizer tracks at once. */
+  pthread_mutex_init(&toggle_lock, NULL);
+  pthread_mutex_init(&upkeep_lock, NULL);
+  pthread_cond_init(&upkeep_wake, NULL);
+  upkeep_on = upkeep_running = 0;
 }

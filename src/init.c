@@ -66,7 +66,6 @@ fail_topo:
  * jemalloc's, as in every call. */
 static void fork_prepare(void) {
   pthread_mutex_lock(&init_lock);
-  sc_je_upkeep_fork_lock();
   sc_shared_fork_lock();
   sc_arenas_fork_lock();
   sc_autoplace_report_fork_lock();
@@ -80,13 +79,13 @@ static void fork_release(int child) {
   sc_autoplace_report_fork_unlock();
   sc_arenas_fork_unlock(child);
   sc_shared_fork_unlock();
-  sc_je_upkeep_fork_unlock(child);
   pthread_mutex_unlock(&init_lock);
 }
 
 static void fork_parent(void) { fork_release(0); }
 static void fork_child(void) {
   fork_release(1);
+  sc_je_upkeep_fork_child();
   sc_arenas_fork_child();
   sc_shared_fork_child();
   sc_autoplace_fork_child();
