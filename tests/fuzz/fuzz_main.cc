@@ -127,7 +127,9 @@ std::string Signature(const std::string &err) {
 
 std::vector<size_t> Shrink(const std::vector<fuzz::Op> &all, bool check_mode, uint64_t seed,
                            const std::string &signature, unsigned budget) {
-  double until = Now() + 300;  // shrinking stops after 5 minutes, or `budget` runs
+  // Shrinking stops after FUZZ_SHRINK_SECONDS (default 5 minutes), or `budget` runs.
+  const char *limit = getenv("FUZZ_SHRINK_SECONDS");
+  double until = Now() + (limit ? atof(limit) : 300);
   auto fails = [&](const std::vector<size_t> &keep) {
     if (budget == 0 || Now() > until) return false;
     budget--;
@@ -198,6 +200,8 @@ int main(int argc, char **argv) {
     std::vector<fuzz::Op> all = fuzz::MakeOps(o.seed, o.ops);
     if (o.keep.empty())
       for (size_t i = 0; i < all.size(); i++) o.keep.push_back(i);
+    for (size_t i : o.keep)
+      if (i >= all.size()) fprintf(stderr, "sicm-fuzz: --keep %zu: only %zu operations\n", i, all.size()), exit(2);
     Outcome r = RunChild(Pick(all, o.keep), o.check_mode, o.seed);
     fputs(r.err.c_str(), stderr);
     printf("sicm-fuzz: replay of seed %llu: %s\n", (unsigned long long)o.seed, r.failed ? "fails" : "passes");
