@@ -6,6 +6,7 @@
 
 #include <initializer_list>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "fuzz.h"
@@ -25,6 +26,7 @@ struct ArenaM {
   char *range = nullptr;  // a fixed arena's mapping
   size_t range_len = 0;
   size_t blocks = 0;
+  std::string history;  // what made and moved it, for a failure's report
 };
 
 struct BlockM {

@@ -55,7 +55,7 @@ uint64_t NowNs() {
 }  // namespace
 
 void Fail(const char *fmt, ...) {
-  char what[512];
+  char what[2048];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
@@ -134,6 +134,37 @@ int NodeOffItsDevices(const ArenaM &a, size_t *off) {
   return -1;
 }
 
+// Where the first of a's pages off its devices is: in which live block,
+// and under which policy, for a failure's report.
+std::string FirstPageOff(const ArenaM &a) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (const BlockM &b : blocks) {
+    if (b.h != a.h) continue;
+    for (uintptr_t p = (uintptr_t)b.p & ~(page - 1); p < (uintptr_t)b.p + b.size; p += page) {
+      void *addr = (void *)p;
+      int node = -1, mode = -1;
+      if (move_pages(0, 1, &addr, nullptr, &node, 0) != 0 || node < 0) continue;
+      bool bound = false;
+      for (sicm_device *d : a.devs) bound |= d->node == node;
+      if (bound) continue;
+      unsigned long mask[16] = {0};
+      get_mempolicy(&mode, mask, 1024, addr, MPOL_F_ADDR);
+      unsigned char in_core = 0;
+      mincore(addr, page, &in_core);
+      size_t seen[64] = {0};
+      sicm_arena_residency(a.h, seen, 64);
+      char text[256];
+      snprintf(text, sizeof text,
+               "page %p on node %d, %zu bytes into a block of %zu, policy %d nodes %#lx, mincore %d, "
+               "the library counts %zu bytes there",
+               addr, node, (size_t)(p - (uintptr_t)b.p), b.size, mode, mask[0], in_core & 1,
+               seen[node]);
+      return text;
+    }
+  }
+  return "";
+}
+
 void CheckArena(const ArenaM &a) {
   if (a.maxsize != 0 && sicm_arena_size(a.h) > a.maxsize)
     Fail("%s arena holds %zu bytes, above its maxsize %zu", kKindNames[a.kind], sicm_arena_size(a.h),
@@ -143,9 +174,15 @@ void CheckArena(const ArenaM &a) {
   if (node >= 0) {
     std::string devs;
     for (sicm_device *d : a.devs) devs += " " + std::to_string(d->node);
-    Fail("%zu bytes of a strictly bound %s arena (nodes%s) on node %d", off, kKindNames[a.kind],
-         devs.c_str(), node);
+    Fail("%zu bytes of a strictly bound %s arena (nodes%s) on node %d [%s; %s]", off,
+         kKindNames[a.kind], devs.c_str(), node, FirstPageOff(a).c_str(), a.history.c_str());
   }
+  // The model's own look, page by page over the live blocks: the library's
+  // count must not miss a page it never moved.
+  std::string missed = a.strict ? FirstPageOff(a) : "";
+  if (!missed.empty())
+    Fail("a strictly bound %s arena's residency misses a block's page off its devices [%s; %s]",
+         kKindNames[a.kind], missed.c_str(), a.history.c_str());
 }
 
 void CheckAll() {
@@ -202,11 +239,21 @@ RunStats Run(const std::vector<Op> &ops, bool check_misuse, uint64_t misuse_seed
     (all->devices[i].huge ? huge_devs : base_devs).push_back(&all->devices[i]);
   if (const char *m = getenv("FUZZ_MEMORY_MAX")) memory_max = strtoull(m, nullptr, 0) << 20;
   if (const char *l = getenv("FUZZ_STEP_LIMIT")) step_limit_s = (unsigned)atoi(l);
+  // Exploring: the model's page-by-page look after every step, which
+  // names the step that put a page off its arena's devices (slow).
+  bool pages_every_step = getenv("FUZZ_PAGES_EVERY_STEP") != nullptr;
   std::thread(Watchdog).detach();
   for (const Op &op : ops) {
     current = &op;
     step_started_ns = NowNs();
     Step(op);
+    if (pages_every_step)
+      for (const ArenaM &a : arenas) {
+        std::string off = a.strict ? FirstPageOff(a) : "";
+        if (!off.empty())
+          Fail("after this step a block's page is off its arena's devices [%s; %s]", off.c_str(),
+               a.history.c_str());
+      }
     step_started_ns = 0;
     step_index++;
     stats.ops++;

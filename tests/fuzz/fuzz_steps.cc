@@ -59,6 +59,7 @@ void Create(const Op &op) {
       unsigned flags = placements[op.c % 4];
       m.strict = flags == 0 || flags == SICM_ARENA_INTERLEAVE;
       m.h = sicm_arena_create_devices(0, m.devs.data(), n, flags);
+      m.history = " flags " + std::to_string(flags);
       break;
     }
     case K_ANYWHERE:
@@ -91,6 +92,7 @@ void Create(const Op &op) {
     if (m.range) munmap(m.range, m.range_len);
     return;
   }
+  m.history = "made at step " + std::to_string(step_index) + m.history;
   arenas.push_back(m);
   stats.arenas++;
 }
@@ -139,6 +141,9 @@ void Move(const Op &op, bool async) {
   bool fixed_alone = a.kind == K_FIXED && a.devs.empty();
   if (rc != 0 && err == EINVAL && !fixed_alone) Fail("a move to devices of its page size: EINVAL");
   if (rc == 0 && fixed_alone) Fail("a fixed arena made without a device moved");
+  a.history += "; step " + std::to_string(step_index) + (async ? " move_async" : " move") + " to";
+  for (sicm_device *d : to) a.history += " " + std::to_string(d->node);
+  a.history += " flags " + std::to_string(flags) + ": " + (rc == 0 ? "done" : strerror(err));
   if (rc == 0) a.devs = to, a.strict = flags == 0;
   CheckArena(a);
   for (const BlockM &b : blocks)
