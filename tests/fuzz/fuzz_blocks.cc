@@ -25,6 +25,14 @@ namespace {
 constexpr size_t kBlocksMax = 3000;
 uint8_t next_tag = 1;
 
+// A block the library just handed out: filled with a new tag's pattern and
+// added to the model.
+void Keep(char *p, size_t size, sicm_arena h) {
+  uint8_t tag = next_tag++;
+  Fill(p, size, tag);
+  AddBlock(p, size, h, tag);
+}
+
 size_t SizeOf(uint32_t b, uint32_t c) {
   static const size_t tops[] = {128, 16384, 1u << 20, 8u << 20};
   return 1 + c % tops[b % 4];
@@ -54,9 +62,7 @@ void Alloc(const Op &op) {
   }
   if (op.kind == ALIGNED && ((uintptr_t)p & (align - 1)) != 0)
     Fail("aligned_alloc(%zu) gave %p", align, (void *)p);
-  uint8_t tag = next_tag++;
-  Fill(p, size, tag);
-  AddBlock(p, size, a.h, tag);
+  Keep(p, size, a.h);
 }
 
 void Realloc(const Op &op) {
@@ -74,9 +80,7 @@ void Realloc(const Op &op) {
   }
   DropBlock(i);
   if (!Intact(q, size < b.size ? size : b.size, b.tag, b.size)) Fail("a resize lost the block's bytes");
-  uint8_t tag = next_tag++;
-  Fill(q, size, tag);
-  AddBlock(q, size, b.h, tag);
+  Keep(q, size, b.h);
 }
 
 void Free(const Op &op) {
