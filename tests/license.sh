@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # license.sh: every source file, header, script, build file and man page of
 # the tree carries the SPDX line of LICENSE in its first three lines.  Left
-# out: documents (*.md, *.txt but CMakeLists.txt), data (*.xml, *.csv,
-# *.png), LICENSE and .gitignore themselves, and man's .so links (man reads
-# a link only when .so is its first line).
+# out: documents (*.md, *.txt but CMakeLists.txt), data (*.xml, *.abi, *.csv,
+# *.png), LICENSE and .gitignore themselves, man's .so links (man reads
+# a link only when .so is its first line), and three Debian files: two
+# whose format has no comments (debian/changelog, debian/source/format)
+# and debian/copyright, which states the licenses itself.
 set -u
 src=${SICM_TOP_SRCDIR:?}
 tag="SPDX-License-Identifier: BSD-3-Clause"
@@ -18,7 +20,8 @@ missing=0 checked=0
 for f in $( (git ls-files; git ls-files --others --exclude-standard) | sort -u); do
   [ -f "$f" ] || continue
   case $f in
-    LICENSE|.gitignore|*/.gitignore|*.md|*.xml|*.csv|*.png) continue ;;
+    LICENSE|.gitignore|*/.gitignore|*.md|*.xml|*.abi|*.csv|*.png) continue ;;
+    debian/changelog|debian/source/format|debian/copyright) continue ;;
     */CMakeLists.txt) ;;
     *.txt) continue ;;
   esac

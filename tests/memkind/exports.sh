@@ -37,9 +37,20 @@ if comm -23 "$tmp/public" "$tmp/ours" > "$tmp/missing" && [ -s "$tmp/missing" ];
   sed 's/^/  /' "$tmp/missing"
   status=1
 fi
+# Symbol versions: memkind exports its symbols unversioned, and so must
+# the drop-in, or a binary linked with either would not bind to the other.
+versions() { objdump -T "$1" | grep -v '[*]UND[*]' | awk 'NF >= 6 {print $NF, $(NF-1)}' | sort -u; }
+versions "$theirs" | join - "$tmp/public" > "$tmp/theirs_v"
+versions "$ours/libmemkind.so.0" | join - "$tmp/public" > "$tmp/ours_v"
+if ! cmp -s "$tmp/theirs_v" "$tmp/ours_v"; then
+  echo "exports: symbol versions differ from Debian's memkind (< theirs, > ours):"
+  diff "$tmp/theirs_v" "$tmp/ours_v" | grep '^[<>]' | sed 's/^/  /'
+  status=1
+fi
 echo "exports: $(wc -l < "$tmp/declared") declared by memkind's headers," \
   "$(wc -l < "$tmp/public") of them exported by Debian's library," \
-  "$(comm -12 "$tmp/public" "$tmp/ours" | wc -l) by libsicm's"
+  "$(comm -12 "$tmp/public" "$tmp/ours" | wc -l) by libsicm's," \
+  "$(wc -l < "$tmp/ours_v") with Debian's symbol version (none)"
 
 # A program built as memkind's users build theirs, that names them all.
 {
