@@ -15,9 +15,11 @@ AC_DEFUN([SICM_ENABLE_SANITIZERS], [
   AC_SUBST([SANITIZER_FLAGS])
 ])
 
-# SICM_WARNINGS: the warning set the project builds clean with.
+# SICM_WARNINGS: the warning set the project builds clean with.  A call
+# to an undeclared function is an error: C89's implicit int hides a
+# missing feature macro (pthread_setname_np without _GNU_SOURCE).
 AC_DEFUN([SICM_WARNINGS], [
-  WARN_CFLAGS="-Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter"
+  WARN_CFLAGS="-Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter -Werror=implicit-function-declaration"
   WARN_CXXFLAGS="-Wall -Wextra -Wno-unused-parameter"
   AC_SUBST([WARN_CFLAGS])
   AC_SUBST([WARN_CXXFLAGS])

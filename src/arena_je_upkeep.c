@@ -2,6 +2,7 @@
 /* arena_je_upkeep.c: upkeep of the private arenas through jemalloc —
  * moving a block out of a sparse slab (jemalloc's utilization query) and
  * the upkeep thread that gives back their aged free pages. */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
