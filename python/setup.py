@@ -6,7 +6,9 @@ build tree's include/ and src/.libs, as `make check` does), otherwise
 pkg-config's `sicm` (PKG_CONFIG_PATH for a prefix of your own).  The
 extension records the library directory (SICM_RUNTIME_DIR when it differs,
 as in a staged install) as its run path, so Python finds libsicm without
-LD_LIBRARY_PATH.  Offline: pip install --no-build-isolation .
+LD_LIBRARY_PATH; not a directory the dynamic linker searches anyway (a
+distribution's /usr/lib/<triplet>), where a run path is only noise.
+Offline: pip install --no-build-isolation .
 """
 import os
 import shlex
@@ -30,6 +32,17 @@ def sicm_dirs():
     return [w[2:] for w in words if w.startswith("-I")], [w[2:] for w in words if w.startswith("-L")]
 
 
+def run_path(dirs):
+    # The dynamic linker's own directories: those ldconfig lists.
+    try:
+        out = subprocess.run(["ldconfig", "-p"], check=True, capture_output=True, text=True).stdout
+        system = {os.path.realpath(os.path.dirname(line.split("=>")[-1].strip()))
+                  for line in out.splitlines() if "=>" in line}
+    except (OSError, subprocess.CalledProcessError):
+        system = set()
+    return [d for d in dirs if os.path.realpath(d) not in system]
+
+
 include_dirs, library_dirs = sicm_dirs()
 extra = shlex.split(os.environ.get("SICM_PY_CFLAGS", ""))
 setup(
@@ -46,7 +59,8 @@ setup(
         depends=["src/sicm_py.h"],
         include_dirs=[numpy.get_include()] + include_dirs,
         library_dirs=library_dirs,
-        runtime_library_dirs=[os.environ["SICM_RUNTIME_DIR"]] if os.environ.get("SICM_RUNTIME_DIR") else library_dirs,
+        runtime_library_dirs=run_path([os.environ["SICM_RUNTIME_DIR"]] if os.environ.get("SICM_RUNTIME_DIR")
+                                      else library_dirs),
         libraries=["sicm", "numa"],
         extra_compile_args=["-std=gnu11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"] + extra,
         extra_link_args=extra,
