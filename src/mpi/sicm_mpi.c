@@ -19,7 +19,9 @@
  *   sicm_arena     a name: allocations with the same name share one arena
  *                  (placed by the first one's sicm_memory), which
  *                  sicm_arena_lookup() returns and sicm_arena_set_device()
- *                  moves whole.
+ *                  moves whole; @call: an arena of the call's own.
+ * A call whose info names no memory and no arena takes the environment's
+ * default (sicm_mpi_env.c).
  * An arena (of a name or of a memory value) lives while it holds blocks
  * of MPI_Alloc_mem: when MPI_Free_mem frees its last one, the arena is
  * destroyed and the name forgotten (a later allocation of that name makes
@@ -62,7 +64,8 @@ static int initialized;             /* under arenas_lock: sicm_init done */
 
 /* Error codes with our own text: of class MPI_ERR_INFO_VALUE for bad
  * values, MPI_ERR_NO_MEM for libsicm's arena limit. */
-static int code_bad_memory, code_bad_fallback, code_bad_name, code_arena_limit, code_not_a_block;
+static int code_bad_memory, code_bad_fallback, code_bad_name, code_arena_limit, code_not_a_block,
+    code_bad_default;
 static const char text_bad_memory[] = "libsicm-mpi: info key sicm_memory must be hbm, dram, "
                                       "capacity, high_bw, low_lat, large_cap or node:N";
 static const char text_bad_fallback[] =
@@ -70,6 +73,9 @@ static const char text_bad_fallback[] =
 static const char text_bad_name[] = "libsicm-mpi: info key sicm_arena must be 1 to 63 bytes";
 static const char text_arena_limit[] = "libsicm-mpi: libsicm's limit of live arenas is reached "
                                        "(free the blocks of other sicm_arena names)";
+static const char text_bad_default[] = "libsicm-mpi: SICM_MPI_INFO (or SICM_MPI_INFO_<CALL>) "
+                                       "names a key that is not sicm_memory, sicm_fallback, "
+                                       "sicm_arena or mpi_memory_alloc_kinds";
 static const char text_not_a_block[] = "libsicm-mpi: MPI_Free_mem: the address lies in a libsicm "
                                        "arena but is no live block of it (an address inside a "
                                        "block, or a block freed already); nothing was freed";
@@ -110,7 +116,8 @@ static int error_codes_make_locked(void) {
       error_code_make(MPI_ERR_INFO_VALUE, text_bad_fallback, &code_bad_fallback) != 0 ||
       error_code_make(MPI_ERR_INFO_VALUE, text_bad_name, &code_bad_name) != 0 ||
       error_code_make(MPI_ERR_NO_MEM, text_arena_limit, &code_arena_limit) != 0 ||
-      error_code_make(MPI_ERR_ARG, text_not_a_block, &code_not_a_block) != 0)
+      error_code_make(MPI_ERR_ARG, text_not_a_block, &code_not_a_block) != 0 ||
+      error_code_make(MPI_ERR_INFO_VALUE, text_bad_default, &code_bad_default) != 0)
     return -1;
   made = 1;
   return 0;
@@ -168,19 +175,18 @@ static int kind_memory(const char *kinds, char *memory, size_t room) {
   return 0;
 }
 
-/* Reads the hints; MPI_SUCCESS or the error code to raise. */
-int hints_read(MPI_Info info, hints *h) {
+int hints_parse(hint_get get, const void *src, hints *h) {
   char value[MPI_MAX_INFO_VAL + 1];
   *h = (hints){0};
   if (error_codes_make() != 0)
     return MPI_ERR_INTERN;
-  if (info_get(info, "sicm_memory", value, sizeof value)) {
+  if (get(src, "sicm_memory", value, sizeof value)) {
     if (strlen(value) >= sizeof h->memory)
       return error_with_text(code_bad_memory, text_bad_memory);
     snprintf(h->memory, sizeof h->memory, "%s", value);
     h->placed = 1;
   }
-  if (info_get(info, "mpi_memory_alloc_kinds", value, sizeof value)) {
+  if (get(src, "mpi_memory_alloc_kinds", value, sizeof value)) {
     char kind[sizeof h->memory];
     int found = kind_memory(value, kind, sizeof kind);
     if (found < 0 || (found && h->placed && strcmp(kind, h->memory) != 0))
@@ -190,7 +196,7 @@ int hints_read(MPI_Info info, hints *h) {
       h->placed = 1;
     }
   }
-  if (info_get(info, "sicm_fallback", value, sizeof value)) {
+  if (get(src, "sicm_fallback", value, sizeof value)) {
     if (strcmp(value, "null") == 0)
       h->fallback = FALLBACK_NULL;
     else if (strcmp(value, "default") == 0)
@@ -200,15 +206,43 @@ int hints_read(MPI_Info info, hints *h) {
     else
       return error_with_text(code_bad_fallback, text_bad_fallback);
   }
-  if (info_get(info, "sicm_arena", value, sizeof value)) {
+  if (get(src, "sicm_arena", value, sizeof value)) {
     if (value[0] == '\0' || strlen(value) >= sizeof h->arena)
       return error_with_text(code_bad_name, text_bad_name);
     snprintf(h->arena, sizeof h->arena, "%s", value);
+    h->per_call = strcmp(value, "@call") == 0;
     h->placed = 1;
   }
   if (h->arena[0] != '\0' && h->memory[0] == '\0')
     snprintf(h->memory, sizeof h->memory, "dram");
   return MPI_SUCCESS;
+}
+
+static int info_get_of(const void *info, const char *key, char *value, int len) {
+  return info_get(*(const MPI_Info *)info, key, value, len);
+}
+
+/* The info's hints when it names memory or an arena; otherwise the
+ * environment's default for the call, with the info's sicm_fallback when
+ * it gives one.  A per-call arena is named here, once per call. */
+int hints_read(MPI_Info info, call_kind kind, MPI_Aint size, hints *h) {
+  int rc = hints_parse(info_get_of, &info, h);
+  const char *var = NULL, *defaults = rc == MPI_SUCCESS && !h->placed ? env_default(kind, &var) : NULL;
+  if (defaults != NULL) {
+    char value[16];
+    int own_fallback = info_get(info, "sicm_fallback", value, sizeof value);
+    fallback kept = h->fallback;
+    rc = env_keys_known(defaults) ? hints_parse(env_get, defaults, h)
+                                  : error_with_text(code_bad_default, text_bad_default);
+    if (rc != MPI_SUCCESS)
+      fprintf(stderr, "libsicm-mpi: %s=\"%s\" is not a default the info keys could give\n", var,
+              defaults);
+    if (own_fallback)
+      h->fallback = kept;
+  }
+  if (rc == MPI_SUCCESS && h->per_call)
+    per_call_name(kind, size, h->arena, sizeof h->arena);
+  return rc;
 }
 
 /* The devices a sicm_memory value names (0: none on this machine), or -1
@@ -397,7 +431,7 @@ void *hinted_block(const hints *h, MPI_Aint size, const char *caller, int *code)
 
 int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
   hints h;
-  int rc = hints_read(info, &h);
+  int rc = hints_read(info, CALL_ALLOC_MEM, size, &h);
   if (rc != MPI_SUCCESS)
     return raise_error(rc);
   if (!h.placed) {

@@ -15,16 +15,41 @@
 
 typedef enum fallback { FALLBACK_NULL, FALLBACK_DEFAULT, FALLBACK_ABORT } fallback;
 
-/* What the info argument asks for. */
+/* The calls that read hints, each with a default of its own
+ * (sicm_mpi_env.c). */
+typedef enum call_kind { CALL_ALLOC_MEM, CALL_WIN_ALLOCATE, CALL_WIN_ALLOCATE_SHARED } call_kind;
+
+/* What the info argument, or the environment's default, asks for. */
 typedef struct hints {
   int placed;                       /* a key naming memory or an arena was given */
   char memory[32];
   fallback fallback;
   char arena[NAME_MAX_LEN];         /* "" : the memory's own arena */
+  int per_call;                     /* sicm_arena=@call: an arena of this call's own */
 } hints;
 
-/* MPI_SUCCESS or the code to raise for a bad hint. */
-SICM_MPI_HIDDEN int hints_read(MPI_Info info, hints *h);
+/* The hints of `info` for a call of `kind` asking for `size` bytes: the
+ * info's own when it names memory or an arena, else the environment's
+ * default for the call (sicm_mpi_env.c).  MPI_SUCCESS or the code to raise
+ * for a bad hint. */
+SICM_MPI_HIDDEN int hints_read(MPI_Info info, call_kind kind, MPI_Aint size, hints *h);
+/* Where hints come from: the value of `key` in src copied to value (len
+ * bytes), 1 when the key is there. */
+typedef int (*hint_get)(const void *src, const char *key, char *value, int len);
+/* Reads the hints of src; MPI_SUCCESS or the code to raise. */
+SICM_MPI_HIDDEN int hints_parse(hint_get get, const void *src, hints *h);
+
+/* ---- sicm_mpi_env.c: the environment's defaults ---- */
+/* The default hints of calls of `kind` ("key=value;..."), and in *var the
+ * variable that gave them; NULL when none applies. */
+SICM_MPI_HIDDEN const char *env_default(call_kind kind, const char **var);
+/* hint_get over such a string. */
+SICM_MPI_HIDDEN int env_get(const void *defaults, const char *key, char *value, int len);
+/* 1 when every key of the string is a hint key libsicm-mpi reads. */
+SICM_MPI_HIDDEN int env_keys_known(const char *defaults);
+/* The name of a per-call arena: the call's kind, its number among this
+ * process's calls of that kind, and its size ("win#3 64MiB"). */
+SICM_MPI_HIDDEN void per_call_name(call_kind kind, MPI_Aint size, char *out, size_t room);
 /* The devices of the hints' memory into devs (*ndevs, 0: none here);
  * MPI_SUCCESS or the code to raise. */
 SICM_MPI_HIDDEN int hints_devices(const hints *h, sicm_device **devs, int *ndevs);

@@ -106,7 +106,7 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
                             void *baseptr, MPI_Win *win) {
   hints h;
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
-  int ndevs = 0, rc = hints_read(info, &h);
+  int ndevs = 0, rc = hints_read(info, CALL_WIN_ALLOCATE_SHARED, size, &h);
   if (rc == MPI_SUCCESS)
     rc = shared_devices(&h, devs, &ndevs);
   int mine[2] = {rc != MPI_SUCCESS || h.placed, rc != MPI_SUCCESS}, any[2];
@@ -173,7 +173,7 @@ static int win_memory_take(MPI_Aint size, MPI_Info info, const hints *h, void **
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                      MPI_Win *win) {
   hints h;
-  int rc = hints_read(info, &h);
+  int rc = hints_read(info, CALL_WIN_ALLOCATE, size, &h);
   if (rc == MPI_SUCCESS && h.placed && size < 0)
     rc = MPI_ERR_SIZE;
   int mine[2] = {rc != MPI_SUCCESS || h.placed, rc != MPI_SUCCESS}, any[2];

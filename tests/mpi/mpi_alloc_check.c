@@ -5,7 +5,8 @@
  * device is MPI_ERR_NO_MEM unless sicm_fallback says otherwise; named
  * arenas group allocations; MPI_Free_mem frees memory of any source;
  * MPI_Put/MPI_Get through a window over arena memory move the right bytes;
- * a node-shared window with hints works from both ranks.  With --numa (the
+ * a node-shared window with hints works from both ranks; calls without
+ * keys follow the environment's defaults (SICM_MPI_INFO...).  With --numa (the
  * 4-node guest), also where the pages are: hbm on node 2, large_cap on
  * node 3, the shared window on node 2 as seen from each rank.  With
  * SICM_TOPOLOGY_DIR set to an empty directory, one rank publishes the
@@ -403,6 +404,90 @@ static void window_allocate(const char *memory, int node) {
         "a bad hint on rank 1: MPI_ERR_INFO_VALUE there, MPI_ERR_NO_MEM on rank 0, nothing held");
 }
 
+/* Defaults from the environment (sicm_mpi_env.c), for programs that pass
+ * no sicm_* keys: SICM_MPI_INFO places them, a per-call variable (empty:
+ * none) overrides it, explicit keys win, a key the library does not read is
+ * MPI_ERR_INFO_VALUE; sicm_arena=@call gives each window an arena of its
+ * own, named by order and size, on `node` when >= 0, released by
+ * MPI_Win_free; a node-shared window follows its own variable. */
+static void env_defaults(const char *memory, int node) {
+  char dflt[96], name[SICM_ARENA_NAME_MAX], expected[SICM_ARENA_NAME_MAX];
+  long *p = NULL, *q = NULL;
+  int before = sicm_arenas_list(NULL, 0), rc, cls;
+  snprintf(dflt, sizeof dflt, "sicm_memory=%s", memory);
+  setenv("SICM_MPI_INFO", dflt, 1);
+  rc = MPI_Alloc_mem(4096, MPI_INFO_NULL, &p);
+  snprintf(expected, sizeof expected, "mpi:%s", memory);
+  check(rc == MPI_SUCCESS && p && sicm_arena_lookup(p) != NULL &&
+            sicm_arena_get_name(sicm_arena_lookup(p), name, sizeof name) > 0 &&
+            strcmp(name, expected) == 0,
+        "SICM_MPI_INFO places MPI_Alloc_mem without info keys in its memory's arena");
+  check(alloc_with(4096, "sicm_arena", "explicit", NULL, NULL, &q) == MPI_SUCCESS && q &&
+            sicm_arena_get_name(sicm_arena_lookup(q), name, sizeof name) > 0 &&
+            strcmp(name, "explicit") == 0,
+        "explicit info keys win over SICM_MPI_INFO");
+  if (p)
+    MPI_Free_mem(p);
+  if (q)
+    MPI_Free_mem(q);
+  setenv("SICM_MPI_INFO_ALLOC_MEM", "", 1);
+  rc = MPI_Alloc_mem(4096, MPI_INFO_NULL, &p);
+  check(rc == MPI_SUCCESS && p && sicm_arena_lookup(p) == NULL && MPI_Free_mem(p) == MPI_SUCCESS,
+        "SICM_MPI_INFO_ALLOC_MEM set empty: MPI_Alloc_mem is the MPI library's again");
+  unsetenv("SICM_MPI_INFO_ALLOC_MEM");
+  setenv("SICM_MPI_INFO", "sicm_memroy=hbm", 1);
+  p = NULL;
+  rc = MPI_Alloc_mem(4096, MPI_INFO_NULL, &p);
+  MPI_Error_class(rc, &cls);
+  check(cls == MPI_ERR_INFO_VALUE && sicm_arenas_list(NULL, 0) == before,
+        "a key SICM_MPI_INFO misspells: MPI_ERR_INFO_VALUE, nothing held");
+  unsetenv("SICM_MPI_INFO");
+
+  /* One arena per window: three windows, three arenas, each named. */
+  snprintf(dflt, sizeof dflt, "sicm_memory=%s;sicm_arena=@call", memory);
+  setenv("SICM_MPI_INFO_WIN_ALLOCATE", dflt, 1);
+  const MPI_Aint sizes[3] = {1 << 20, 2 << 20, 12 << 10};
+  const char *names[3] = {"mpi:win#1 1MiB", "mpi:win#2 2MiB", "mpi:win#3 12KiB"};
+  MPI_Win wins[3];
+  long *bases[3];
+  sicm_arena arenas[3] = {NULL, NULL, NULL};
+  int ok = 1;
+  for (int i = 0; i < 3; i++) {
+    wins[i] = window_of(sizes[i], MPI_INFO_NULL, &bases[i], &rc);
+    ok &= rc == MPI_SUCCESS && bases[i] != NULL;
+    if (rc != MPI_SUCCESS)
+      continue;
+    arenas[i] = sicm_arena_lookup(bases[i]);
+    ok &= arenas[i] != NULL && sicm_arena_get_name(arenas[i], name, sizeof name) > 0 &&
+          strcmp(name, names[i]) == 0 && flavor_of(wins[i]) == MPI_WIN_FLAVOR_ALLOCATE;
+    memset(bases[i], 0x5a, (size_t)sizes[i]);
+    if (node >= 0 && pages_off(bases[i], (size_t)sizes[i], node) != 0)
+      ok = 0;
+  }
+  ok &= arenas[0] != arenas[1] && arenas[1] != arenas[2] && arenas[0] != arenas[2];
+  check(ok, node >= 0 ? "sicm_arena=@call: three windows, three arenas named mpi:win#N SIZE, "
+                       "each on the node"
+                     : "sicm_arena=@call: three windows, three arenas named mpi:win#N SIZE");
+  ok = 1;
+  for (int i = 0; i < 3; i++)
+    ok &= rc == MPI_SUCCESS && MPI_Win_free(&wins[i]) == MPI_SUCCESS;
+  check(ok && sicm_arenas_list(NULL, 0) == before, "MPI_Win_free releases each window's arena");
+  unsetenv("SICM_MPI_INFO_WIN_ALLOCATE");
+
+  if (node >= 0) {
+    setenv("SICM_MPI_INFO_WIN_ALLOCATE_SHARED", dflt, 1);
+    unsigned char *mine = NULL;
+    MPI_Win win;
+    rc = MPI_Win_allocate_shared(1 << 20, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &win);
+    if (rc == MPI_SUCCESS)
+      memset(mine, 1, 1 << 20);
+    check(rc == MPI_SUCCESS && pages_off(mine, 1 << 20, node) == 0 &&
+              MPI_Win_free(&win) == MPI_SUCCESS,
+          "SICM_MPI_INFO_WIN_ALLOCATE_SHARED places a node-shared window without info keys");
+    unsetenv("SICM_MPI_INFO_WIN_ALLOCATE_SHARED");
+  }
+}
+
 int main(int argc, char **argv) {
   int numa = argc > 1 && strcmp(argv[1], "--numa") == 0, size;
   MPI_Init(&argc, &argv);
@@ -424,6 +509,7 @@ int main(int argc, char **argv) {
   shared_window(numa ? "hbm" : "dram", numa ? 2 : -1);
   window_allocate(numa ? "hbm" : "dram", numa ? 2 : -1);
   memory_kinds(numa ? "hbm" : "dram", numa ? 2 : -1);
+  env_defaults(numa ? "hbm" : "dram", numa ? 2 : -1);
   if (numa) {
     placement("hbm", 2);
     placement("large_cap", 3);
