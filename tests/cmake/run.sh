@@ -21,8 +21,10 @@ cmake -S "$src/tests/cmake" -B "$stage/build" -DCMAKE_PREFIX_PATH="$prefix" \
   { cat "$stage/cmake.log"; exit 1; }
 cmake --build "$stage/build" >"$stage/build.log" 2>&1 || { cat "$stage/build.log"; exit 1; }
 # libsicm.so finds libsicm-jemalloc.so.0 through its run path, the prefix,
-# which a staged install is not at either.
-export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# which a staged install is not at either (nor has it one where libdir is
+# a system directory, as in a distribution's multiarch build).
+libdir=$(dirname "$(find "$stage" -name libsicm.so.0 | head -n 1)")
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out=$("$stage/build/user") || { echo "user program failed: $out"; exit 1; }
 echo "$out"
 case $out in *", ok") ;; *) exit 1 ;; esac

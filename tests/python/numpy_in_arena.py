@@ -8,6 +8,7 @@ SICM_NUMPY_MODE=sites puts arrays in per-line arenas instead (the default
 threshold); SICM_NUMPY_MODE=none enters nothing, for the counts
 of the same run on numpy's own allocator.  The summary line says how many
 tests ran under it."""
+import importlib.util
 import os
 
 import numpy as np
@@ -59,9 +60,12 @@ def pytest_sessionfinish(session):
 _workers = []
 
 
-def pytest_testnodedown(node, error):
-    if "sicm" in getattr(node, "workeroutput", {}):
-        _workers.append(node.workeroutput["sicm"])
+# xdist's hook: defined only where xdist is, since pytest refuses a plugin
+# with a hook no installed plugin declares.
+if importlib.util.find_spec("xdist") is not None:
+    def pytest_testnodedown(node, error):
+        if "sicm" in getattr(node, "workeroutput", {}):
+            _workers.append(node.workeroutput["sicm"])
 
 
 def pytest_terminal_summary(terminalreporter):
