@@ -175,6 +175,20 @@ static int kind_memory(const char *kinds, char *memory, size_t room) {
   return 0;
 }
 
+/* Whether a sicm_memory value is one memory_devices() reads ("" is: no
+ * memory named). */
+static int memory_name_known(const char *memory) {
+  static const char *const names[] = {"", "hbm", "dram", "capacity", "high_bw", "low_lat", "large_cap"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(memory, names[i]) == 0)
+      return 1;
+  char *end;
+  if (strncmp(memory, "node:", 5) != 0 || memory[5] == '\0')
+    return 0;
+  long node = strtol(memory + 5, &end, 10);
+  return *end == '\0' && node >= 0 && node < NODES_BITS;
+}
+
 int hints_parse(hint_get get, const void *src, hints *h) {
   char value[MPI_MAX_INFO_VAL + 1];
   *h = (hints){0};
@@ -234,6 +248,10 @@ int hints_read(MPI_Info info, call_kind kind, MPI_Aint size, hints *h) {
     fallback kept = h->fallback;
     rc = env_keys_known(defaults) ? hints_parse(env_get, defaults, h)
                                   : error_with_text(code_bad_default, text_bad_default);
+    /* A bad memory name is the default's fault: said here, with the
+     * variable, rather than at the first device look-up. */
+    if (rc == MPI_SUCCESS && !memory_name_known(h->memory))
+      rc = error_with_text(code_bad_memory, text_bad_memory);
     if (rc != MPI_SUCCESS)
       fprintf(stderr, "libsicm-mpi: %s=\"%s\" is not a default the info keys could give\n", var,
               defaults);

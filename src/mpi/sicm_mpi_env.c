@@ -40,9 +40,10 @@ const char *env_default(call_kind kind, const char **var) {
 }
 
 /* The next "key=value" item of a default string from *at: the key's and
- * the value's spans; 0 at the end. */
+ * the value's spans, spaces around each dropped, and in *has_eq whether
+ * the item has its '='; 0 at the end. */
 static int item_next(const char **at, const char **key, size_t *key_len, const char **value,
-                     size_t *value_len) {
+                     size_t *value_len, int *has_eq) {
   const char *p = *at;
   while (*p == ';' || *p == ' ')
     p++;
@@ -50,12 +51,17 @@ static int item_next(const char **at, const char **key, size_t *key_len, const c
     return 0;
   size_t len = strcspn(p, ";");
   const char *eq = memchr(p, '=', len);
+  *has_eq = eq != NULL;
   *key = p;
   *key_len = eq ? (size_t)(eq - p) : len;
   *value = eq ? eq + 1 : p + len;
   *value_len = eq ? len - *key_len - 1 : 0;
   while (*key_len > 0 && p[*key_len - 1] == ' ')
     (*key_len)--;
+  while (*value_len > 0 && **value == ' ')
+    (*value)++, (*value_len)--;
+  while (*value_len > 0 && (*value)[*value_len - 1] == ' ')
+    (*value_len)--;
   *at = p + len;
   return 1;
 }
@@ -63,7 +69,8 @@ static int item_next(const char **at, const char **key, size_t *key_len, const c
 int env_get(const void *defaults, const char *key, char *value, int len) {
   const char *at = defaults, *k, *v;
   size_t klen, vlen;
-  while (item_next(&at, &k, &klen, &v, &vlen))
+  int has_eq;
+  while (item_next(&at, &k, &klen, &v, &vlen, &has_eq))
     if (klen == strlen(key) && strncmp(k, key, klen) == 0) {
       snprintf(value, (size_t)len, "%.*s", (int)vlen, v);
       return 1;
@@ -76,10 +83,11 @@ int env_keys_known(const char *defaults) {
                                      "mpi_memory_alloc_kinds"};
   const char *at = defaults, *k, *v;
   size_t klen, vlen;
-  while (item_next(&at, &k, &klen, &v, &vlen)) {
+  int has_eq;
+  while (item_next(&at, &k, &klen, &v, &vlen, &has_eq)) {
     int known = 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0] && !known; i++)
-      known = klen == strlen(keys[i]) && strncmp(k, keys[i], klen) == 0 && v != k + klen;
+      known = has_eq && klen == strlen(keys[i]) && strncmp(k, keys[i], klen) == 0;
     if (!known)
       return 0;
   }
