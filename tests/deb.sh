@@ -25,13 +25,15 @@ fi
 # CI sets SICM_DEB_REQUIRED=1: there a missing prerequisite fails.
 skip() { echo "SKIP: $1"; [ "${SICM_DEB_REQUIRED:-0}" = 1 ] && exit 99; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root for the clean root (mount, chroot)"
+unshare --mount sh -c 'mount -t tmpfs tmpfs /mnt' 2>/dev/null ||
+  skip "cannot mount in a mount namespace of its own (no CAP_SYS_ADMIN)"
 for tool in dpkg-buildpackage dh lintian unshare; do
   command -v $tool >/dev/null || skip "$tool is not installed (tools/setup-debian)"
 done
 [ -f "$src/debian/control" ] || { echo "SKIP: no debian/ here (a release tarball: the packaging lives in the repository)"; exit 77; }
 jemalloc=$(sed -n 's/^JEMALLOC_SOURCE = //p' "$b/Makefile")
 case $jemalloc in
-  *.orig.tar.*) ;;
+  *.tar.gz|*.tar.bz2|*.tar.xz) ;;
   *) skip "this build was not configured with a jemalloc release tarball" ;;
 esac
 work=$(mktemp -d /tmp/sicm-deb.XXXXXX)
@@ -56,11 +58,18 @@ check() { # check WHAT COMMAND
   if sh -c "$2" > step.log 2>&1; then echo "ok: $1"; else echo "FAILED: $1"; sed 's/^/  /' step.log | tail -n 20; failed=1; fi
 }
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HYDRA_LAUNCHER=fork
+# Clean: no libsicm that pkg-config, the dynamic linker or Python would
+# find instead of the packages' (a make install in /usr/local would be).
+if pkg-config --exists sicm || ldconfig -p | grep -q 'libsicm\.so\.0' || python3 -c 'import sicm' 2>/dev/null; then
+  echo "FAILED: the clean root already has a libsicm"; exit 1
+fi
 echo "deb: [2/4] apt-get install of the packages, with the dependencies they declare"
 apt-get install -y -qq --no-install-recommends /tmp/sicm-deb/*.deb > install.log 2>&1 || { cat install.log; exit 1; }
 dpkg-query -W -f '  ${Package} ${Version}\n' 'libsicm*' 'sicm-tools' 'python3-sicm'
 triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 echo "deb: [3/4] the installed packages in use"
+check "pkg-config's sicm is the packages' (libdir /usr/lib/$triplet)" \
+  "test \"\$(pkg-config --variable=libdir sicm)\" = /usr/lib/$triplet"
 check "sicm-info lists devices" "sicm-info | grep -q node"
 check "C: pkg-config sicm, against /usr/include" "cc -o c_shared sicm_arena.c \$(pkg-config --cflags --libs sicm) && ./c_shared"
 check "C, static: libsicm.a and pkg-config --static sicm" \
@@ -83,8 +92,9 @@ for mpi in openmpi mpich; do
     "mpicc.$mpi -o mpi_$mpi user_mpi.c \$(pkg-config --cflags --libs sicm-mpi-$mpi) &&
      ldd ./mpi_$mpi | grep -q libsicm-mpi-$mpi.so.0 && timeout 120 mpirun.$mpi -np 2 ./mpi_$mpi"
 done
-check "preload: LD_PRELOAD of pkg-config's preload path" \
-  "test -f \$(pkg-config --variable=preload sicm) && LD_PRELOAD=\$(pkg-config --variable=preload sicm) /bin/true"
+check "preload: LD_PRELOAD of pkg-config's preload path maps it" \
+  "p=\$(pkg-config --variable=preload sicm) && test -f \"\$p\" &&
+   LD_PRELOAD=\"\$p\" cat /proc/self/maps | grep -qF \"\$p\""
 check "man finds sicm-info(1), sicm_arena_create(3), sicm(7)" \
   "man -w sicm-info && man -w 3 sicm_arena_create && man -w 7 sicm && MANPAGER=cat man 3 sicm_arena_create | grep -q sicm_arena_create"
 echo "deb: [4/4] apt-get purge"
