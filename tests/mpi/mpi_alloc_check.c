@@ -406,11 +406,9 @@ static void window_allocate(const char *memory, int node) {
 
 /* Defaults from the environment (sicm_mpi_env.c), for programs that pass
  * no sicm_* keys: SICM_MPI_INFO places them, a per-call variable (empty:
- * none) overrides it, explicit keys win, a key the library does not read is
- * MPI_ERR_INFO_VALUE; sicm_arena=@call gives each window an arena of its
- * own, named by order and size, on `node` when >= 0, released by
- * MPI_Win_free; a node-shared window follows its own variable. */
-static void env_defaults(const char *memory, int node) {
+ * none) overrides it, explicit keys win, a bad default is
+ * MPI_ERR_INFO_VALUE, spaces around keys and values are dropped. */
+static void env_defaults(const char *memory) {
   char dflt[96], name[SICM_ARENA_NAME_MAX], expected[SICM_ARENA_NAME_MAX];
   long *p = NULL, *q = NULL;
   int before = sicm_arenas_list(NULL, 0), rc, cls;
@@ -454,8 +452,15 @@ static void env_defaults(const char *memory, int node) {
             sicm_arenas_list(NULL, 0) == before,
         "spaces around SICM_MPI_INFO's keys and values are dropped: a per-call block arena");
   unsetenv("SICM_MPI_INFO");
+}
 
-  /* One arena per window: three windows, three arenas, each named. */
+/* sicm_arena=@call in SICM_MPI_INFO_WIN_ALLOCATE: three windows, three
+ * arenas, each named by order and size (on `node` when >= 0) and released
+ * by MPI_Win_free; SICM_MPI_INFO_WIN_ALLOCATE_SHARED places a node-shared
+ * window. */
+static void env_windows(const char *memory, int node) {
+  char dflt[96], name[SICM_ARENA_NAME_MAX], expected[SICM_ARENA_NAME_MAX];
+  int before = sicm_arenas_list(NULL, 0), rc;
   snprintf(dflt, sizeof dflt, "sicm_memory=%s;sicm_arena=@call", memory);
   setenv("SICM_MPI_INFO_WIN_ALLOCATE", dflt, 1);
   const MPI_Aint sizes[3] = {1 << 20, 2 << 20, 12 << 10};
@@ -530,7 +535,8 @@ int main(int argc, char **argv) {
   shared_window(numa ? "hbm" : "dram", numa ? 2 : -1);
   window_allocate(numa ? "hbm" : "dram", numa ? 2 : -1);
   memory_kinds(numa ? "hbm" : "dram", numa ? 2 : -1);
-  env_defaults(numa ? "hbm" : "dram", numa ? 2 : -1);
+  env_defaults(numa ? "hbm" : "dram");
+  env_windows(numa ? "hbm" : "dram", numa ? 2 : -1);
   if (numa) {
     placement("hbm", 2);
     placement("large_cap", 3);
