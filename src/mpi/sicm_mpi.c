@@ -175,6 +175,15 @@ static int kind_memory(const char *kinds, char *memory, size_t room) {
   return 0;
 }
 
+/* The node of a sicm_memory value node:N, or -1 when it is not one. */
+static long memory_node(const char *memory) {
+  char *end;
+  if (strncmp(memory, "node:", 5) != 0 || memory[5] == '\0')
+    return -1;
+  long node = strtol(memory + 5, &end, 10);
+  return *end == '\0' && node >= 0 && node < NODES_BITS ? node : -1;
+}
+
 /* Whether a sicm_memory value is one memory_devices() reads ("" is: no
  * memory named). */
 static int memory_name_known(const char *memory) {
@@ -182,11 +191,7 @@ static int memory_name_known(const char *memory) {
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(memory, names[i]) == 0)
       return 1;
-  char *end;
-  if (strncmp(memory, "node:", 5) != 0 || memory[5] == '\0')
-    return 0;
-  long node = strtol(memory + 5, &end, 10);
-  return *end == '\0' && node >= 0 && node < NODES_BITS;
+  return memory_node(memory) >= 0;
 }
 
 int hints_parse(hint_get get, const void *src, hints *h) {
@@ -285,15 +290,11 @@ static int memory_devices(const char *memory, sicm_device **out, unsigned max) {
         out[n++] = &all->devices[i];
     return (int)n;
   }
-  char *end;
-  if (strncmp(memory, "node:", 5) == 0 && memory[5] != '\0') {
-    long node = strtol(memory + 5, &end, 10);
-    if (*end != '\0' || node < 0 || node >= NODES_BITS)
-      return -1;
-    out[0] = sicm_device_of_node((int)node, 0);
-    return out[0] != NULL;
-  }
-  return -1;
+  long node = memory_node(memory);
+  if (node < 0)
+    return -1;
+  out[0] = sicm_device_of_node((int)node, 0);
+  return out[0] != NULL;
 }
 
 /* The entry of `key`, or NULL; under arenas_lock. */
