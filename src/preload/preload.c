@@ -459,25 +459,31 @@ static void on_stats_signal(int sig) {
 
 __attribute__((constructor)) static void pl_init(void) {
   next_resolve();
-  const char *text = getenv("SICM_PRELOAD");
+  const char *text = getenv("SICM_PRELOAD"), *shm_text = getenv("SICM_PRELOAD_SHM");
   int on;
-  if (text != NULL && sc_setting_bool(text, &on) == 0 && !on) {
+  int blocks_off = text != NULL && sc_setting_bool(text, &on) == 0 && !on;
+  int shm_off = shm_text == NULL || (sc_setting_bool(shm_text, &on) == 0 && !on);
+  if (blocks_off && shm_off) {
     pl_fast.min_fast = SIZE_MAX;
     return;
   }
   pl_inside |= PL_INSIDE;
   int ok = 0;
-  if (sicm_init() != 0)
+  if (sicm_init() != 0) {
     pl_warn("libsicm did not start: ", sicm_error_detail());
-  else
-    ok = pl_config_load(text) == 0;
+  } else {
+    if (!shm_off && pl_shm_start(shm_text) != 0)
+      pl_warn("shared-memory segments stay where the kernel puts them", "");
+    ok = !blocks_off && pl_config_load(text) == 0;
+  }
   if (ok)
     pl_sites_warm();
   if (ok && !pl_conf.small_process)
     pl_fast.small = pl_small_start() == 0;
   pl_inside &= ~PL_INSIDE;
   if (!ok) {
-    pl_warn("inactive: every allocation goes to the process allocator", "");
+    if (!blocks_off)
+      pl_warn("inactive: every allocation goes to the process allocator", "");
     pl_fast.min_fast = SIZE_MAX;
     return;
   }

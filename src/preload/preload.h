@@ -7,7 +7,8 @@
  * behind them; preload_small.c the arenas of the small blocks;
  * preload_conf.c reads SICM_PRELOAD into a chain of tiers;
  * preload_place.c decides which tier takes an allocation, records the live
- * blocks and prints the statistics.  Only libsicm's public API is used. */
+ * blocks and prints the statistics; preload_shm.c interposes mmap() to put
+ * POSIX shared-memory segments on a device (SICM_PRELOAD_SHM).  Only libsicm's public API is used. */
 #ifndef SICM_PRELOAD_H
 #define SICM_PRELOAD_H
 
@@ -92,6 +93,13 @@ extern pl_hot pl_fast;
  * devices.  Returns 0, or -1 after writing why to stderr (the preload then
  * stays out of the way). */
 int pl_config_load(const char *text);
+/* The base-page device `name` names (hbm, dram, ..., or node:N); its
+ * ranking in *rank.  NULL after a message. */
+sicm_device *pl_device_resolve(const char *name, sicm_rank_by *rank);
+/* preload_shm.c: read SICM_PRELOAD_SHM (`text`, NULL when unset) and, when
+ * it asks, start placing shared-memory segments as mmap() maps them.
+ * Returns 0 (also when it does not ask), or -1 after a message. */
+int pl_shm_start(const char *text);
 
 /* preload_place.c */
 /* Place `size` bytes (aligned to `align`, 0: default; zeroed if `zero`) on

@@ -38,9 +38,7 @@ static const device_spec specs[] = {
     {"large_cap", SICM_KIND_UNKNOWN, SICM_RANK_CAPACITY},
 };
 
-/* The base-page device `name` names (see specs, or node:N); its ranking
- * in *rank.  NULL after a message. */
-static sicm_device *device_resolve(const char *name, sicm_rank_by *rank) {
+sicm_device *pl_device_resolve(const char *name, sicm_rank_by *rank) {
   if (strncmp(name, "node:", 5) == 0) {
     char *end;
     errno = 0;
@@ -103,7 +101,7 @@ static int spill_load(const char *spill, sicm_rank_by rank) {
   char *save = NULL;
   for (char *name = strtok_r(list, "+", &save); name != NULL; name = strtok_r(NULL, "+", &save)) {
     sicm_rank_by unused;
-    sicm_device *dev = device_resolve(name, &unused);
+    sicm_device *dev = pl_device_resolve(name, &unused);
     if (dev == NULL || tier_add(dev) != 0)
       return -1;
   }
@@ -219,7 +217,7 @@ int pl_config_load(const char *text) {
   }
   snprintf(pl_conf.device_spec, sizeof pl_conf.device_spec, "%s", t.device);
   sicm_rank_by rank;
-  sicm_device *first = device_resolve(t.device, &rank);
+  sicm_device *first = pl_device_resolve(t.device, &rank);
   if (first == NULL || tier_add(first) != 0 || spill_load(t.spill, rank) != 0)
     return -1;
   pl_conf.tiers[0].budget = t.budget;

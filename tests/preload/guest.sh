@@ -8,20 +8,7 @@
 # the same as without the preload.  Placement is read from outside the
 # program, in /proc/PID/numa_maps, and from the preload's statistics.
 set -u
-b=${SICM_TOP_BUILDDIR:?}
-src=${SICM_TOP_SRCDIR:-$b}
-lib=$b/src/preload/.libs/libsicm-preload.so
-if ldd "$b/src/.libs/libsicm.so" | grep -q 'libasan\|libtsan'; then
-  echo "SKIP: sanitizer build (its runtime owns malloc)"
-  exit 77
-fi
-failed=0
-tmp=$(mktemp -d)
-expect() { # expect WHAT COMMAND...
-  what=$1
-  shift
-  if "$@"; then echo "  ok: $what"; else echo "  FAILED: $what"; failed=1; fi
-}
+. "${SICM_TOP_SRCDIR:-${SICM_TOP_BUILDDIR:?}}/tests/preload/guest_common.sh"
 preloaded() { # preloaded SICM_PRELOAD COMMAND...: on CPU 0 (initiator: node 0)
   conf=$1
   shift

@@ -96,4 +96,23 @@ on_signal() {
 }
 step "statistics on SIGUSR1, and at exit" on_signal
 
+# Shared-memory segments (SICM_PRELOAD_SHM): on one node, the policy itself
+# is what can be checked — the kernel's numa_maps shows it on the segment's
+# mapping, and only on a name the pattern takes (the guest checks pages).
+shm_policy() { # shm_policy NAME WANT: the policy numa_maps shows on the mapping
+  out=$(SICM_PRELOAD=off SICM_PRELOAD_SHM="device=node:0,match=sicm_host*" LD_PRELOAD=$lib \
+    LD_LIBRARY_PATH=$b/src/.libs python3 -c '
+import sys
+from multiprocessing import shared_memory
+s = shared_memory.SharedMemory(name=sys.argv[1], create=True, size=4 << 20)
+s.buf[0] = 1
+print([l.split()[1] for l in open("/proc/self/numa_maps") if sys.argv[1] in l])
+s.close()
+s.unlink()' "$1" 2>&1) || return 1
+  echo "$out"
+  printf '%s\n' "$out" | grep -q "^\['$2'\]$"
+}
+step "shm: a segment the pattern takes prefers node 0" shm_policy sicm_host_$$ prefer:0
+step "shm: another keeps the default policy" shm_policy other_host_$$ default
+
 exit $failed
