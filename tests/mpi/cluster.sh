@@ -8,7 +8,9 @@
 # gathered and tools/sicm-stats's report of the job must agree with the
 # figures each rank printed: its migrations, its halo arena's bytes, per
 # rank, per node and per arena name, and the halos resident on each node's
-# HBM.  (MPICH's own hang in MPI_Finalize is told apart: see below.)
+# HBM.  Before it, tests/mpi/mpi_placer_check puts into windows across
+# the nodes under the placer (placer_job).  (MPICH's own hang in
+# MPI_Finalize is told apart: see cluster_job.)
 set -u
 b=${SICM_TOP_BUILDDIR:?}
 src=${SICM_TOP_SRCDIR:?}
@@ -20,34 +22,36 @@ hosts=$(echo "$SICM_CLUSTER_HOSTS" | tr , ' ')
 slots=$(for h in $hosts; do printf '%s:2,' "$h"; done | sed 's/,$//')
 work=$(mktemp -d)
 rc=0
-for f in $flavours; do
-  echo "== $f: mpi_cluster_check-$f, 4 ranks on $slots"
-  run=/tmp/sicm-cluster-$f   # each node's own /tmp: its own topology and statistics
-  for h in $hosts; do
-    $ssh "$h" "rm -rf $run && mkdir -m 700 $run" || { echo "FAIL: ssh $h"; exit 1; }
-  done
-  export SICM_TOPOLOGY_DIR=$run SICM_STATS=$run/stats.json
+# cluster_job FLAVOUR PROGRAM [ARGS...]: 4 ranks of PROGRAM-FLAVOUR, 2 per
+# node, output in $work/PROGRAM-FLAVOUR.out; job_rc its exit, and
+# finalize_hang=yes when MPICH hung in MPI_Finalize after the program
+# printed its "PROGRAM: N failed" line.
+cluster_job() {
+  job_f=$1 job_program=$2
+  shift 2
+  job_out=$work/$job_program-$job_f.out
+  finalize_hang=
   start=$(date +%s)
-  case $f in
+  case $job_f in
     openmpi)
       timeout 600 "$MPI_OPENMPI_RUN" --allow-run-as-root --host "$slots" -np 4 --map-by core --bind-to core \
         --mca plm_rsh_agent "$ssh" --mca btl self,vader,tcp \
         --mca btl_tcp_if_include 169.254.0.0/16 --mca oob_tcp_if_include 169.254.0.0/16 \
-        -x SICM_TOPOLOGY_DIR -x SICM_STATS -x ASAN_OPTIONS \
-        "$b/tests/mpi/mpi_cluster_check-openmpi" > "$work/$f.out" 2>&1 ;;
+        -x SICM_TOPOLOGY_DIR -x SICM_STATS -x ASAN_OPTIONS -x SICM_MPI_INFO_WIN_ALLOCATE -x SICM_AUTOPLACE \
+        "$b/tests/mpi/$job_program-openmpi" "$@" > "$job_out" 2>&1 ;;
     mpich)
       # MPICH 4.0's ch4:ucx over TCP hangs in MPI_Finalize in about half
       # the jobs that used a window across nodes, libsicm-mpi or not (a
       # plain MPI_Win_allocate, MPI_Put, MPI_Win_free, MPI_Finalize does
       # too).  The checks all run before MPI_Finalize: once rank 0 has
-      # printed their sum, a job still running 60 s later is that hang.
+      # printed their sum, a job still running 30 s later is that hang.
       timeout 600 "$MPI_MPICH_RUN" -launcher ssh -launcher-exec "$ssh" -hosts "$slots" -n 4 \
-        -bind-to core "$b/tests/mpi/mpi_cluster_check-mpich" > "$work/$f.out" 2>&1 &
+        -bind-to core "$b/tests/mpi/$job_program-mpich" "$@" > "$job_out" 2>&1 &
       job=$!
       waited=0
       while kill -0 $job 2>/dev/null; do
-        grep -q '^mpi_cluster_check: ' "$work/$f.out" && waited=$((waited + 1))
-        [ $waited -ge 60 ] && break
+        grep -q "^$job_program: " "$job_out" && waited=$((waited + 1))
+        [ $waited -ge 30 ] && break
         sleep 1
       done
       if kill -0 $job 2>/dev/null; then
@@ -60,22 +64,56 @@ for f in $flavours; do
       fi ;;
   esac
   job_rc=$?
-  cat "$work/$f.out"
-  echo "$f: the job took $(( $(date +%s) - start )) s, exit $job_rc"
-  if [ "${finalize_hang:-}" = yes ]; then
-    unset finalize_hang
-    if grep -q '^mpi_cluster_check: 0 failed$' "$work/$f.out"; then
-      echo "KNOWN: $f hung in MPI_Finalize after every check passed (MPICH 4.0 ch4:ucx, see above):" \
-        "no report at exit to compare"
-      continue
+  cat "$job_out"
+  echo "$job_f: $job_program took $(( $(date +%s) - start )) s, exit $job_rc"
+  if [ "$finalize_hang" = yes ]; then
+    if grep -q "^$job_program: 0 failed$" "$job_out"; then
+      echo "KNOWN: $job_f hung in MPI_Finalize after every check passed (MPICH 4.0 ch4:ucx, see above)"
+      job_rc=0
+    else
+      job_rc=124
     fi
-    echo "FAIL: $f job hung"; rc=1; continue
+  fi
+}
+# placer_job FLAVOUR: tests/mpi/mpi_placer_check across the nodes, each
+# rank's windows arenas of their own on DRAM and the placer on: a rank's
+# partner is on the other node, so the puts that must make its window hot
+# reach it over TCP, carried out by the target rank's MPI library.
+placer_job() {
+  echo "== $1: mpi_placer_check-$1, 4 ranks on $slots, partners on the other node"
+  run=/tmp/sicm-placer-$1
+  for h in $hosts; do
+    $ssh "$h" "rm -rf $run && mkdir -m 700 $run" || { echo "FAIL: ssh $h"; exit 1; }
+  done
+  export SICM_TOPOLOGY_DIR=$run SICM_STATS=$run/stats.json
+  export SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=dram;sicm_arena=@call"
+  export SICM_AUTOPLACE="fast=2,budget=24M,interval=500ms,cpu=100%"
+  cluster_job "$1" mpi_placer_check 180
+  unset SICM_MPI_INFO_WIN_ALLOCATE SICM_AUTOPLACE
+  if [ $job_rc -ne 0 ]; then echo "FAIL: $1 placer job"; rc=1; return; fi
+  if [ "$finalize_hang" = yes ]; then echo "  (no report at exit to check)"; return; fi
+  for h in $hosts; do $ssh "$h" cat "$run/stats.json"; done > "$work/placer-$1.json"
+  "${SICM_PYTHON:-python3}" "$src/tests/mpi/placer_report.py" "$work/placer-$1.json" 4 ||
+    { echo "FAIL: $1 placer report"; rc=1; }
+}
+for f in $flavours; do
+  placer_job "$f"
+  echo "== $f: mpi_cluster_check-$f, 4 ranks on $slots"
+  run=/tmp/sicm-cluster-$f   # each node's own /tmp: its own topology and statistics
+  for h in $hosts; do
+    $ssh "$h" "rm -rf $run && mkdir -m 700 $run" || { echo "FAIL: ssh $h"; exit 1; }
+  done
+  export SICM_TOPOLOGY_DIR=$run SICM_STATS=$run/stats.json
+  cluster_job "$f" mpi_cluster_check
+  if [ "$finalize_hang" = yes ] && [ $job_rc -eq 0 ]; then
+    echo "  (no report at exit to compare)"
+    continue
   fi
   if [ $job_rc -ne 0 ]; then echo "FAIL: $f job"; rc=1; continue; fi
   for h in $hosts; do $ssh "$h" cat "$run/stats.json"; done > "$work/$f.json"
   "${SICM_PYTHON:-python3}" "$src/tools/sicm-stats" "$work/$f.json" || { echo "FAIL: $f sicm-stats"; rc=1; }
   "${SICM_PYTHON:-python3}" "$src/tools/sicm-stats" --quiet --json "$work/$f.json" > "$work/$f.summary" &&
-  "${SICM_PYTHON:-python3}" - "$work/$f.out" "$work/$f.summary" <<'PY' || { echo "FAIL: $f report"; rc=1; }
+  "${SICM_PYTHON:-python3}" - "$job_out" "$work/$f.summary" <<'PY' || { echo "FAIL: $f report"; rc=1; }
 import json, sys
 figures = [json.loads(l.split("figures ", 1)[1]) for l in open(sys.argv[1]) if l.startswith("figures ")]
 s = json.load(open(sys.argv[2]))
