@@ -494,6 +494,8 @@ int MPI_Free_mem(void *base) {
     int code = error_codes_make() == 0 ? code_not_a_block : MPI_ERR_ARG;
     return raise_error(error_with_text(code, text_not_a_block));
   }
+  if (state == BLOCK_LIVE)
+    report_block_end(a, base);
   sicm_free_named(base, "MPI_Free_mem");
   if (state == BLOCK_LIVE)
     arena_done(a, 0); /* an arena of ours: its last block destroys it */

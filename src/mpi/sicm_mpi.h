@@ -2,7 +2,8 @@
 /* sicm_mpi.h: what libsicm-mpi's files share: the hints an info argument
  * gives and the blocks of the arenas they name (sicm_mpi.c), the record
  * of those blocks (sicm_mpi_blocks.c), used by the window calls
- * (sicm_mpi_win.c). */
+ * (sicm_mpi_win.c), and the report of where each block was when freed
+ * (sicm_mpi_report.c). */
 #ifndef SICM_MPI_H
 #define SICM_MPI_H
 
@@ -75,5 +76,10 @@ SICM_MPI_HIDDEN int check_mode(void);
 /* In the checking mode, one line naming MPI_Free_mem(ptr) and why, then
  * abort(); otherwise nothing. */
 SICM_MPI_HIDDEN void check_stop(const void *ptr, const char *why);
+
+/* ---- sicm_mpi_report.c ---- */
+/* With SICM_MPI_REPORT set, one line for the block about to be freed:
+ * its arena's name and resident bytes per node (sicm(7), MPI DEFAULTS). */
+SICM_MPI_HIDDEN void report_block_end(sicm_arena arena, const void *block);
 
 #endif

@@ -6,7 +6,8 @@
 # SICM_MPI_INFO_WIN_ALLOCATE, the placer on with a fast-tier budget for one
 # window per rank: after the window each rank writes itself has reached
 # node 2 (HBM), the window the other rank puts into must displace it, and
-# the SICM_STATS report must give the placer's decisions by window name.
+# the SICM_STATS report must give the placer's decisions by window name,
+# and SICM_MPI_REPORT where each window's pages were when it was freed.
 set -u
 b=${SICM_TOP_BUILDDIR:?}
 . "$(dirname "$0")/mpi_env.sh"
@@ -18,10 +19,11 @@ export SICM_AUTOPLACE="fast=2,budget=24M,interval=500ms,cpu=100%"
 rc=0
 for f in $flavours; do
   echo "== $f: mpi_placer_check-$f, 2 ranks"
-  SICM_STATS=$(mktemp --suffix=.json)
-  export SICM_STATS
+  SICM_STATS=$(mktemp --suffix=.json) SICM_MPI_REPORT=$(mktemp --suffix=.json)
+  export SICM_STATS SICM_MPI_REPORT
   mpi_run "$f" 300 2 --bind "$b/tests/mpi/mpi_placer_check-$f" 120 || { echo "FAIL: $f"; rc=1; }
-  python3 "$(dirname "$0")/placer_report.py" "$SICM_STATS" 2 || { echo "FAIL: $f report"; rc=1; }
-  rm -f "$SICM_STATS"
+  python3 "$(dirname "$0")/placer_report.py" "$SICM_STATS" 2 "$SICM_MPI_REPORT" ||
+    { echo "FAIL: $f report"; rc=1; }
+  rm -f "$SICM_STATS" "$SICM_MPI_REPORT"
 done
 exit $rc

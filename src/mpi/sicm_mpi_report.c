@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* sicm_mpi_report.c: SICM_MPI_REPORT, where each block of a hinted arena
+ * was when the program gave it back.  At every MPI_Free_mem of such a
+ * block (so at MPI_Win_free of a hinted window too), one line names the
+ * arena (with sicm_arena=@call, the window or block itself: "mpi:win#3
+ * 64MiB"), the block's size and the arena's resident bytes per node, read
+ * from the kernel just before the free.  Arenas live only as long as their
+ * blocks, so this is the one moment the census still has something to
+ * count: an unmodified code's global arrays are gone by the time SICM_STATS
+ * writes its report at exit.  Each line is one write(2) to a file opened
+ * for appending, so ranks that share the file never interleave. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sicm_autoplace.h"
+#include "sicm_mpi.h"
+
+#define REPORT_NODES 64
+
+static int world_rank(void) {
+  int up = 0, down = 0, rank = -1;
+  if (PMPI_Initialized(&up) == MPI_SUCCESS && up && PMPI_Finalized(&down) == MPI_SUCCESS &&
+      !down)
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+/* Appends to line (room bytes, *at used) what fmt makes; past the room,
+ * the line is cut. */
+static void append(char *line, size_t *at, size_t room, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char *line, size_t *at, size_t room, const char *fmt, ...) {
+  if (*at >= room)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line + *at, room - *at, fmt, ap);
+  va_end(ap);
+  *at = n < 0 || (size_t)n >= room - *at ? room : *at + (size_t)n;
+}
+
+void report_block_end(sicm_arena arena, const void *block) {
+  const char *dest = getenv("SICM_MPI_REPORT");
+  if (dest == NULL || *dest == '\0' || strcmp(dest, "0") == 0 || strcmp(dest, "off") == 0)
+    return;
+  int saved = errno;
+  size_t bytes[REPORT_NODES] = {0};
+  char name[NAME_MAX_LEN] = "", host[64] = "";
+  int census = sicm_arena_residency(arena, bytes, REPORT_NODES);
+  sicm_arena_get_name(arena, name, sizeof name);
+  gethostname(host, sizeof host - 1);
+  size_t len = strlen(dest), size = sicm_usable_size((void *)block), at = 0;
+  int json = len > 5 && strcmp(dest + len - 5, ".json") == 0;
+  char line[2048];
+  append(line, &at, sizeof line,
+         json ? "{\"host\": \"%s\", \"pid\": %d, \"rank\": %d, \"arena\": \"%s\", "
+                "\"block\": %zu, \"resident\": {"
+              : "libsicm-mpi: %s pid %d rank %d: %s: block of %zu bytes freed; resident by node:",
+         host, (int)getpid(), world_rank(), name, size);
+  const char *sep = "";
+  for (size_t node = 0; census == 0 && node < REPORT_NODES; node++) {
+    if (bytes[node] == 0)
+      continue;
+    append(line, &at, sizeof line, json ? "%s\"%zu\": %zu" : "%s %zu=%zu", sep, node, bytes[node]);
+    sep = json ? ", " : "";
+  }
+  if (census != 0 && !json)
+    append(line, &at, sizeof line, " unknown (%s)", strerror(errno));
+  append(line, &at, sizeof line, json ? "}}\n" : "\n");
+  if (at >= sizeof line) { /* cut: end it as a line all the same */
+    at = sizeof line;
+    line[at - 1] = '\n';
+  }
+  int fd = strcmp(dest, "stderr") == 0 || strcmp(dest, "1") == 0
+               ? 2
+               : open(dest, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ssize_t unused = write(fd, line, at);
+    (void)unused;
+    if (fd != 2)
+      close(fd);
+  }
+  errno = saved;
+}
