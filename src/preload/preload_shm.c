@@ -19,9 +19,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <numaif.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -40,9 +42,11 @@ static struct shm_config {
   char device_spec[64];
   char match[128];
   size_t min, reserve;
-  int report_fd;        /* -1: no report */
+  int report;           /* 0: off, 1: stderr, 2: report_path */
+  char report_path[256];/* opened, written and closed at each line */
+  char dir[PATH_MAX + 1]; /* /dev/shm, its symbolic links resolved, with a '/' */
   dev_t shm_dev;        /* st_dev of /dev/shm */
-} shm = {.report_fd = -1};
+} shm;
 
 /* Segments this process reported on (its (st_dev, st_ino)), so that a
  * segment mapped many times gives one line. */
@@ -82,19 +86,13 @@ static int set_reserve(void *ctx, const char *v, char *why, size_t len) {
 }
 
 static int set_report(void *ctx, const char *v, char *why, size_t len) {
-  (void)ctx;
-  if (strcmp(v, "off") == 0) {
-    shm.report_fd = -1;
-  } else if (strcmp(v, "stderr") == 0) {
-    shm.report_fd = 2;
-  } else {
-    shm.report_fd = open(v, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (shm.report_fd < 0) {
-      snprintf(why, len, "report=%s: %s", v, strerror(errno));
-      return -1;
-    }
-  }
-  return 0;
+  (void)ctx, (void)why, (void)len;
+  shm.report = strcmp(v, "off") == 0 ? 0 : strcmp(v, "stderr") == 0 ? 1 : 2;
+  return shm.report == 2 &&
+                 snprintf(shm.report_path, sizeof shm.report_path, "%s", v) >=
+                     (int)sizeof shm.report_path
+             ? -1
+             : 0;
 }
 
 /* SICM_PRELOAD_SHM's keys, in the order sicm(7) gives them. */
@@ -106,6 +104,14 @@ static const sc_setting shm_keys[] = {
     {"report", "stderr, off or a path", set_report},
 };
 
+static void seen_lock_take(void) {
+  pthread_mutex_lock(&seen_lock);
+}
+
+static void seen_lock_give(void) {
+  pthread_mutex_unlock(&seen_lock);
+}
+
 int pl_shm_start(const char *text) {
   if (text == NULL || *text == '\0')
     return 0;
@@ -116,7 +122,7 @@ int pl_shm_start(const char *text) {
   snprintf(shm.match, sizeof shm.match, "*");
   shm.min = (size_t)1 << 20;
   shm.reserve = (size_t)32 << 20;
-  shm.report_fd = 2;
+  shm.report = 1;
   char why[SC_SETTINGS_WHY_MAX];
   if (sc_setting_bool(text, &on) != 0 &&
       sc_settings_parse("libsicm-preload", "SICM_PRELOAD_SHM", text, shm_keys,
@@ -127,13 +133,16 @@ int pl_shm_start(const char *text) {
   sicm_rank_by unused;
   shm.device = pl_device_resolve(shm.device_spec, &unused);
   struct stat dir;
+  char real[PATH_MAX];
   if (shm.device == NULL)
     return -1;
-  if (stat(SHM_DIR, &dir) != 0) {
+  if (stat(SHM_DIR, &dir) != 0 || realpath(SHM_DIR, real) == NULL) {
     pl_warn("SICM_PRELOAD_SHM: no " SHM_DIR ": ", strerror(errno));
     return -1;
   }
+  snprintf(shm.dir, sizeof shm.dir, "%s/", real);
   shm.shm_dev = dir.st_dev;
+  pthread_atfork(seen_lock_take, seen_lock_give, seen_lock_give);
   __atomic_store_n(&shm.on, 1, __ATOMIC_RELEASE);
   return 0;
 }
@@ -144,7 +153,9 @@ static int first_sight(const struct stat *st) {
   pthread_mutex_lock(&seen_lock);
   for (unsigned i = 0; i < nseen && first; i++)
     first = !(seen[i].dev == st->st_dev && seen[i].ino == st->st_ino);
-  if (first && nseen < SHM_SEEN_MAX) {
+  if (first && nseen == SHM_SEEN_MAX)
+    first = 0; /* past the table, segments are placed without a line */
+  else if (first) {
     seen[nseen].dev = st->st_dev;
     seen[nseen++].ino = st->st_ino;
   }
@@ -156,7 +167,9 @@ static void report(const struct stat *st, const char *name, size_t len, const ch
                    const char *detail) {
   if (!first_sight(st))
     return;
-  int fd = shm.report_fd >= 0 ? shm.report_fd : (detail != NULL ? 2 : -1);
+  if (shm.report == 0 && detail == NULL)
+    return;
+  int fd = shm.report == 2 ? open(shm.report_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : 2;
   if (fd < 0)
     return;
   pl_text t = {.len = 0};
@@ -171,7 +184,11 @@ static void report(const struct stat *st, const char *name, size_t len, const ch
   if (detail != NULL)
     pl_text_str(&t, detail);
   pl_text_str(&t, "\n");
+  if (t.len == sizeof t.buf) /* cut: still one line */
+    t.buf[t.len - 1] = '\n';
   pl_text_flush(&t, fd);
+  if (fd != 2)
+    close(fd);
 }
 
 /* The segment's name, from the descriptor's path; NULL when `fd` is not a
@@ -182,20 +199,32 @@ static const char *segment_name(int fd, struct stat *st, char *path, size_t size
   char link[64];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
   ssize_t n = readlink(link, path, size - 1);
-  if (n <= 0)
+  if (n <= 0 || (size_t)n == size - 1)
     return NULL;
   path[n] = '\0';
-  size_t dir = strlen(SHM_DIR);
-  return strncmp(path, SHM_DIR, dir) == 0 ? path + dir : NULL;
+  /* A segment unlinked before it is mapped reads "NAME (deleted)". */
+  static const char deleted[] = " (deleted)";
+  size_t tail = sizeof deleted - 1;
+  if (st->st_nlink == 0 && (size_t)n > tail && strcmp(path + n - tail, deleted) == 0)
+    path[n - tail] = '\0';
+  size_t dir = strlen(shm.dir);
+  return strncmp(path, shm.dir, dir) == 0 ? path + dir : NULL;
 }
 
 static void place_segment(void *addr, size_t len, int fd) {
+  int saved = errno;
   struct stat st;
   char path[512];
   const char *name = segment_name(fd, &st, path, sizeof path);
-  if (name == NULL || fnmatch(shm.match, name, 0) != 0 || len < shm.min)
+  int mode = MPOL_DEFAULT;
+  /* A policy the segment has already (set by this preload in another
+   * mapping, or by the program or libsicm itself) is kept: tmpfs keeps it
+   * for every process, so a new one would change theirs too. */
+  if (name == NULL || fnmatch(shm.match, name, 0) != 0 || len < shm.min ||
+      syscall(SYS_get_mempolicy, &mode, NULL, 0, addr, MPOL_F_ADDR) != 0 || mode != MPOL_DEFAULT) {
+    errno = saved;
     return;
-  int saved = errno;
+  }
   size_t free_bytes;
   char detail[160];
   if (sicm_device_get_free_bytes(shm.device, &free_bytes) == 0 &&
