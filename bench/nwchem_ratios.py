@@ -8,6 +8,8 @@ on all alike:
   preload       LD_PRELOAD=libsicm-mpi, no default: every call passed on
   windows       every window an arena of its own on DRAM (node 0) with
                 SICM_MPI_INFO_WIN_ALLOCATE=sicm_memory=dram;sicm_arena=@call
+  mpi_windows   the same with sicm_window=mpi: the MPI library's own
+                windows, each rank's part a fixed arena
   win_create    no libsicm; ARMCI-MPI told to make its windows with
                 MPI_Win_create (ARMCI_USE_WIN_ALLOCATE=0), the flavour
                 libsicm-mpi gives a hinted window
@@ -59,6 +61,10 @@ def ways(preload_so, libdir):
         "plain": {},
         "preload": dict(hinted),
         "windows": dict(hinted, SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=dram;sicm_arena=@call"),
+        "mpi_windows": dict(
+            hinted,
+            SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=dram;sicm_arena=@call;sicm_window=mpi",
+        ),
         "win_create": {"ARMCI_USE_WIN_ALLOCATE": "0"},
     }
 

@@ -65,17 +65,18 @@ static int initialized;             /* under arenas_lock: sicm_init done */
 /* Error codes with our own text: of class MPI_ERR_INFO_VALUE for bad
  * values, MPI_ERR_NO_MEM for libsicm's arena limit. */
 static int code_bad_memory, code_bad_fallback, code_bad_name, code_arena_limit, code_not_a_block,
-    code_bad_default;
+    code_bad_default, code_bad_window;
 static const char text_bad_memory[] = "libsicm-mpi: info key sicm_memory must be hbm, dram, "
                                       "capacity, high_bw, low_lat, large_cap or node:N";
 static const char text_bad_fallback[] =
     "libsicm-mpi: info key sicm_fallback must be null, default or abort";
+static const char text_bad_window[] = "libsicm-mpi: info key sicm_window must be arena or mpi";
 static const char text_bad_name[] = "libsicm-mpi: info key sicm_arena must be 1 to 63 bytes";
 static const char text_arena_limit[] = "libsicm-mpi: libsicm's limit of live arenas is reached "
                                        "(free the blocks of other sicm_arena names)";
 static const char text_bad_default[] = "libsicm-mpi: SICM_MPI_INFO (or SICM_MPI_INFO_<CALL>) "
                                        "names a key that is not sicm_memory, sicm_fallback, "
-                                       "sicm_arena or mpi_memory_alloc_kinds";
+                                       "sicm_arena, sicm_window or mpi_memory_alloc_kinds";
 static const char text_not_a_block[] = "libsicm-mpi: MPI_Free_mem: the address lies in a libsicm "
                                        "arena but is no live block of it (an address inside a "
                                        "block, or a block freed already); nothing was freed";
@@ -117,7 +118,8 @@ static int error_codes_make_locked(void) {
       error_code_make(MPI_ERR_INFO_VALUE, text_bad_name, &code_bad_name) != 0 ||
       error_code_make(MPI_ERR_NO_MEM, text_arena_limit, &code_arena_limit) != 0 ||
       error_code_make(MPI_ERR_ARG, text_not_a_block, &code_not_a_block) != 0 ||
-      error_code_make(MPI_ERR_INFO_VALUE, text_bad_default, &code_bad_default) != 0)
+      error_code_make(MPI_ERR_INFO_VALUE, text_bad_default, &code_bad_default) != 0 ||
+      error_code_make(MPI_ERR_INFO_VALUE, text_bad_window, &code_bad_window) != 0)
     return -1;
   made = 1;
   return 0;
@@ -231,6 +233,11 @@ int hints_parse(hint_get get, const void *src, hints *h) {
     snprintf(h->arena, sizeof h->arena, "%s", value);
     h->per_call = strcmp(value, "@call") == 0;
     h->placed = 1;
+  }
+  if (get(src, "sicm_window", value, sizeof value)) {
+    if (strcmp(value, "mpi") != 0 && strcmp(value, "arena") != 0)
+      return error_with_text(code_bad_window, text_bad_window);
+    h->window_mpi = strcmp(value, "mpi") == 0;
   }
   if (h->arena[0] != '\0' && h->memory[0] == '\0')
     snprintf(h->memory, sizeof h->memory, "dram");
@@ -495,7 +502,7 @@ int MPI_Free_mem(void *base) {
     return raise_error(error_with_text(code, text_not_a_block));
   }
   if (state == BLOCK_LIVE)
-    report_block_end(a, base);
+    report_block_end(a, NULL, sicm_usable_size(base));
   sicm_free_named(base, "MPI_Free_mem");
   if (state == BLOCK_LIVE)
     arena_done(a, 0); /* an arena of ours: its last block destroys it */

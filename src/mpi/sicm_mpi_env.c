@@ -79,7 +79,7 @@ int env_get(const void *defaults, const char *key, char *value, int len) {
 }
 
 int env_keys_known(const char *defaults) {
-  static const char *const keys[] = {"sicm_memory", "sicm_fallback", "sicm_arena",
+  static const char *const keys[] = {"sicm_memory", "sicm_fallback", "sicm_arena", "sicm_window",
                                      "mpi_memory_alloc_kinds"};
   const char *at = defaults, *k, *v;
   size_t klen, vlen;

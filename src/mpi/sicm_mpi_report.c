@@ -13,9 +13,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sicm_autoplace.h"
@@ -45,34 +47,60 @@ static void append(char *line, size_t *at, size_t room, const char *fmt, ...) {
   *at = n < 0 || (size_t)n >= room - *at ? room : *at + (size_t)n;
 }
 
-void report_block_end(sicm_arena arena, const void *block) {
+/* Adds to resident[n] the bytes of the pages of [base, base + bytes) on
+ * node n: a window's part that is a fixed arena holds no block, so the
+ * arena's own census would count nothing.  0, or -1 with errno. */
+static int range_residency(const void *base, size_t bytes, size_t *resident) {
+  enum { BATCH = 256 };
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t at = (uintptr_t)base & ~(page - 1), end = (uintptr_t)base + bytes;
+  while (at < end) {
+    void *pages[BATCH];
+    int status[BATCH];
+    unsigned n = 0;
+    for (; n < BATCH && at < end; n++, at += page)
+      pages[n] = (void *)at;
+    if (syscall(SYS_move_pages, 0, (unsigned long)n, pages, NULL, status, 0) != 0)
+      return -1;
+    for (unsigned i = 0; i < n; i++)
+      if (status[i] >= 0 && status[i] < REPORT_NODES)
+        resident[status[i]] += page;
+  }
+  return 0;
+}
+
+void report_block_end(sicm_arena arena, const void *base, size_t bytes) {
   const char *dest = getenv("SICM_MPI_REPORT");
   if (dest == NULL || *dest == '\0' || strcmp(dest, "0") == 0 || strcmp(dest, "off") == 0)
     return;
   int saved = errno;
-  size_t bytes[REPORT_NODES] = {0};
+  size_t resident[REPORT_NODES] = {0};
   char name[NAME_MAX_LEN] = "", host[64] = "";
-  int census = sicm_arena_residency(arena, bytes, REPORT_NODES);
+  int census = base != NULL ? range_residency(base, bytes, resident)
+                            : sicm_arena_residency(arena, resident, REPORT_NODES);
+  int census_errno = census != 0 ? errno : 0;
   sicm_arena_get_name(arena, name, sizeof name);
   gethostname(host, sizeof host - 1);
-  size_t len = strlen(dest), size = sicm_usable_size((void *)block), at = 0;
+  size_t len = strlen(dest), at = 0;
   int json = len > 5 && strcmp(dest + len - 5, ".json") == 0;
   char line[2048];
   append(line, &at, sizeof line,
          json ? "{\"host\": \"%s\", \"pid\": %d, \"rank\": %d, \"arena\": \"%s\", "
                 "\"block\": %zu, \"resident\": {"
               : "libsicm-mpi: %s pid %d rank %d: %s: block of %zu bytes freed; resident by node:",
-         host, (int)getpid(), world_rank(), name, size);
+         host, (int)getpid(), world_rank(), name, bytes);
   const char *sep = "";
   for (size_t node = 0; census == 0 && node < REPORT_NODES; node++) {
-    if (bytes[node] == 0)
+    if (resident[node] == 0)
       continue;
-    append(line, &at, sizeof line, json ? "%s\"%zu\": %zu" : "%s %zu=%zu", sep, node, bytes[node]);
+    append(line, &at, sizeof line, json ? "%s\"%zu\": %zu" : "%s %zu=%zu", sep, node, resident[node]);
     sep = json ? ", " : "";
   }
-  if (census != 0 && !json)
-    append(line, &at, sizeof line, " unknown (%s)", strerror(errno));
-  append(line, &at, sizeof line, json ? "}}\n" : "\n");
+  if (census != 0)
+    append(line, &at, sizeof line, json ? "}, \"error\": \"%s\"}\n" : " unknown (%s)\n",
+           strerror(census_errno));
+  else
+    append(line, &at, sizeof line, json ? "}}\n" : "\n");
   if (at >= sizeof line) { /* cut: end it as a line all the same */
     at = sizeof line;
     line[at - 1] = '\n';

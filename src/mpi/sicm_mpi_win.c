@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -167,20 +168,134 @@ static int win_memory_take(MPI_Aint size, MPI_Info info, const hints *h, void **
   return rc != MPI_SUCCESS ? rc : PMPI_Alloc_mem(size, info, base);
 }
 
+/* sicm_window=mpi: the window is the MPI library's own, made by
+ * PMPI_Win_allocate (for the ranks of a node, its shared-memory path,
+ * where the others load and store into this rank's part directly), and
+ * this rank's part becomes a fixed arena on the hinted device, which
+ * sicm_arena_set_device() and the placer move whole; MPI_Win_free destroys
+ * it through an attribute.  Each rank's part is asked on pages of its own
+ * (alloc_shared_noncontig) so that no page holds two ranks' parts.  A part
+ * smaller than a page, or one libsicm cannot take as a fixed arena, is
+ * bound to the device as MPI_Win_allocate_shared's parts are: placed, not
+ * movable; so are the part's first and last pages, which a fixed arena
+ * leaves out when they are partial. */
+static int fixed_keyval = MPI_KEYVAL_INVALID; /* under win_lock */
+
+typedef struct window_part {
+  sicm_arena arena;
+  void *base;
+  size_t size;
+} window_part;
+
+static int win_fixed_free(MPI_Win win, int keyval, void *value, void *extra) {
+  (void)win, (void)keyval, (void)extra;
+  window_part *part = value;
+  report_block_end(part->arena, part->base, part->size);
+  sicm_arena_destroy(part->arena);
+  free(part);
+  return MPI_SUCCESS;
+}
+
+/* This rank's part as a fixed arena (or bound in place); 0, or -1. */
+static int win_part_place(MPI_Win win, char *base, MPI_Aint size, const hints *h) {
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int ndevs = 0;
+  if (!h->placed || size == 0)
+    return 0;
+  if (hints_devices(h, devs, &ndevs) != MPI_SUCCESS || ndevs == 0)
+    return h->fallback == FALLBACK_DEFAULT ? 0 : -1;
+  pthread_mutex_lock(&win_lock);
+  if (fixed_keyval == MPI_KEYVAL_INVALID &&
+      MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, win_fixed_free, &fixed_keyval, NULL) !=
+          MPI_SUCCESS)
+    fixed_keyval = MPI_KEYVAL_INVALID;
+  int keyval = fixed_keyval;
+  pthread_mutex_unlock(&win_lock);
+  /* The part's first and last pages are partly MPI's or empty: a fixed
+   * arena leaves them out, so they are bound here, once. */
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)base;
+  uintptr_t end = start + (uintptr_t)size, head_end = (start | (page - 1)) + 1;
+  if (head_end > end)
+    head_end = end;
+  uintptr_t tail = end & ~(page - 1);
+  if (window_place(base, (MPI_Aint)(head_end - start), devs, ndevs) != 0 ||
+      (tail > head_end && tail < end &&
+       window_place((char *)tail, (MPI_Aint)(end - tail), devs, ndevs) != 0))
+    return -1;
+  window_part *part = keyval == MPI_KEYVAL_INVALID ? NULL : malloc(sizeof *part);
+  sicm_arena a = part ? sicm_arena_create_fixed(base, (size_t)size, devs[0]) : NULL;
+  if (a == NULL) {
+    free(part);
+    return window_place(base, size, devs, ndevs);
+  }
+  sicm_arena_set_name(a, h->per_call ? h->arena : "mpi:win");
+  *part = (window_part){.arena = a, .base = base, .size = (size_t)size};
+  if (PMPI_Win_set_attr(win, keyval, part) != MPI_SUCCESS) {
+    sicm_arena_destroy(a);
+    free(part);
+    return -1;
+  }
+  return 0;
+}
+
+/* The MPI library may unmap a window's memory before it deletes the
+ * window's attributes (Open MPI does), and a fixed arena's range must stay
+ * mapped until the arena is destroyed: the part's attribute is deleted,
+ * which reports and destroys the arena, before the window is freed. */
+int MPI_Win_free(MPI_Win *win) {
+  pthread_mutex_lock(&win_lock);
+  int keyval = fixed_keyval;
+  pthread_mutex_unlock(&win_lock);
+  void *part = NULL;
+  int flag = 0;
+  if (win != NULL && *win != MPI_WIN_NULL && keyval != MPI_KEYVAL_INVALID &&
+      PMPI_Win_get_attr(*win, keyval, &part, &flag) == MPI_SUCCESS && flag)
+    PMPI_Win_delete_attr(*win, keyval);
+  return PMPI_Win_free(win);
+}
+
+static int win_allocate_mpi(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                            void *baseptr, MPI_Win *win, const hints *h) {
+  MPI_Info own;
+  if (info == MPI_INFO_NULL ? PMPI_Info_create(&own) : PMPI_Info_dup(info, &own))
+    return raise_error_on(comm, MPI_ERR_INTERN);
+  PMPI_Info_set(own, "alloc_shared_noncontig", "true");
+  int rc = PMPI_Win_allocate(size, disp_unit, own, comm, baseptr, win);
+  PMPI_Info_free(&own);
+  if (rc != MPI_SUCCESS) /* the MPI's own failure: it agreed on it, and raised it */
+    return rc;
+  int placed = win_part_place(*win, *(char **)baseptr, size, h) == 0, all = 0;
+  if (!placed)
+    fprintf(stderr, "libsicm-mpi: placing the window in sicm_memory=%s failed: %s\n", h->memory,
+            strerror(errno));
+  /* Every rank fails together, or none: freeing the window is collective. */
+  if (PMPI_Allreduce(&placed, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all) {
+    PMPI_Win_free(win);
+    return raise_error_on(comm, MPI_ERR_NO_MEM);
+  }
+  return MPI_SUCCESS;
+}
+
 /* Hints may differ between ranks, and one rank's failure must not leave the
  * others inside PMPI_Win_create: every call first agrees, in one
- * reduction over comm, whether any rank has hints and whether any failed. */
+ * reduction over comm, whether any rank has hints, whether any failed,
+ * and whether any wants its memory from an arena (sicm_window=arena, or a
+ * named arena, which windows share): if none does, the window is the MPI
+ * library's own (win_allocate_mpi). */
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                      MPI_Win *win) {
   hints h;
   int rc = hints_read(info, CALL_WIN_ALLOCATE, size, &h);
   if (rc == MPI_SUCCESS && h.placed && size < 0)
     rc = MPI_ERR_SIZE;
-  int mine[2] = {rc != MPI_SUCCESS || h.placed, rc != MPI_SUCCESS}, any[2];
-  if (PMPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+  int from_arena = h.placed && !(h.window_mpi && (h.per_call || h.arena[0] == '\0'));
+  int mine[3] = {rc != MPI_SUCCESS || h.placed, rc != MPI_SUCCESS, from_arena}, any[3];
+  if (PMPI_Allreduce(mine, any, 3, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
     return raise_error_on(comm, MPI_ERR_COMM);
   if (!any[0])
     return PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
+  if (!any[1] && !any[2])
+    return win_allocate_mpi(size, disp_unit, info, comm, baseptr, win, &h);
   void *base = NULL;
   int keyval = win_keyval_get();
   if (rc == MPI_SUCCESS && !any[1])

@@ -6,7 +6,8 @@
 # SICM_MPI_INFO giving every window and block an arena of its own
 # (sicm_arena=@call).  Each must pass both ways, each rank print the same
 # lines (tests/ga/ranks.py), and SICM_MPI_REPORT must show
-# that its global arrays were windows of libsicm arenas.  The plain runs'
+# that its global arrays were windows of libsicm arenas; under Open MPI,
+# once more with its own windows (sicm_window=mpi).  The plain runs'
 # outputs are kept for tests/ga/guest.sh, which places the arrays on HBM.
 set -u
 . "${SICM_TOP_SRCDIR:-${SICM_TOP_BUILDDIR:?}}/tests/ga/common.sh"
@@ -42,6 +43,15 @@ for f in $flavours; do
       echo "FAIL: $f $t printed other lines under libsicm-mpi:"; diff "$ga_bin/$f/$t.expected" "$ga_out"; rc=1
     fi
     [ "$windows" -gt 0 ] || { echo "FAIL: $f $t: no window was a libsicm arena"; rc=1; }
+    # Open MPI's own windows, parts made fixed arenas (sicm_window=mpi;
+    # MPICH's own MPI_Win_allocate fails GA's checks by itself).
+    if [ "$f" = openmpi ] && [ "$same" = yes ]; then
+      ga_run "$f" "$t" LD_PRELOAD="$b/src/mpi/.libs/libsicm-mpi-$f.so" LD_LIBRARY_PATH="$b/src/.libs" \
+        SICM_MPI_INFO="sicm_memory=dram;sicm_arena=@call;sicm_window=mpi"
+      if [ $run_rc -ne 0 ] || ! cmp -s "$ga_out" "$ga_bin/$f/$t.expected"; then
+        echo "FAIL: $f $t with sicm_window=mpi (exit $run_rc)"; diff "$ga_bin/$f/$t.expected" "$ga_out"; rc=1
+      fi
+    fi
     rm -f "$ga_out" "$report"
   done
 done

@@ -4,7 +4,8 @@
 # over Global Arrays and ARMCI-MPI), unmodified, 2 ranks, a water molecule:
 # SCF then MP2.  Three runs: plain; under libsicm-mpi with every window and
 # block of memory an arena of its own on HBM (node 2), where SICM_MPI_REPORT
-# must show every window arena's pages on node 2 when it was freed; and with
+# must show every window arena's pages on node 2 when it was freed; the
+# same with the windows the MPI library's own (sicm_window=mpi); and with
 # the windows on DRAM and the placer on, whose decisions SICM_STATS names
 # per window.  The energies must be the plain run's, within what NWChem's
 # own runs differ by.
@@ -33,12 +34,17 @@ sicm_mpi=$b/src/mpi/.libs/libsicm-mpi-openmpi.so
 nwchem plain GA_PLAIN=1
 nwchem hbm LD_PRELOAD="$sicm_mpi" SICM_MPI_INFO="sicm_memory=hbm;sicm_arena=@call" \
   SICM_MPI_REPORT="$work/hbm.json"
+nwchem mpi_windows LD_PRELOAD="$sicm_mpi" \
+  SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=hbm;sicm_arena=@call;sicm_window=mpi" \
+  SICM_MPI_REPORT="$work/mpi_windows.json"
 nwchem placer LD_PRELOAD="$sicm_mpi" SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=dram;sicm_arena=@call" \
   SICM_AUTOPLACE="fast=2,interval=200ms,cpu=100%" SICM_STATS="$work/placer.json"
 check() { "${SICM_PYTHON:-python3}" "$src/tests/nwchem/check.py" "$@" || rc=1; }
 check energies "$work/plain/out" "$work/hbm/out" hbm
 check energies "$work/plain/out" "$work/placer/out" placer
+check energies "$work/plain/out" "$work/mpi_windows/out" mpi_windows
 check census 2 "$work/hbm.json"
+check census 2 "$work/mpi_windows.json"
 check decisions "$work/placer.json"
 rm -rf "$work"
 exit $rc
