@@ -56,21 +56,28 @@ TEST(GuestDevices, FreeBytesDropsWhenPagesLandOnTheNode) {
   ASSERT_TRUE(init.ok());
   const sicm_device *hbm = sicm_device_of_node(2, 0);
   ASSERT_NE(nullptr, hbm);
-  size_t before, after;
-  ASSERT_EQ(0, sicm_device_get_free_bytes(hbm, &before));
   const size_t len = 128u << 20;
-  char *p = (char *)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(MAP_FAILED, (void *)p);
-  unsigned long mask = 1ul << 2;
-  ASSERT_EQ(0, mbind(p, len, MPOL_BIND, &mask, 64, 0));
-  for (size_t off = 0; off < len; off += 4096) p[off] = 1;
-  std::vector<int> status;  // of the first page
-  int err = sicm_test::PageStatus(p, 1, &status);
-  ASSERT_EQ(0, err) << "move_pages: " << strerror(err);
-  EXPECT_EQ(2, status.at(0)) << "the page must be on node 2";
-  ASSERT_EQ(0, sicm_device_get_free_bytes(hbm, &after));
-  EXPECT_GE(before - after, len * 9 / 10);
-  munmap(p, len);
+  // The node's free memory also grows while the guest's earlier processes'
+  // pages are still being given back, which only shrinks the drop seen:
+  // the largest of three tries must show what landed.
+  size_t best = 0;
+  for (int attempt = 0; attempt < 3 && best < len * 9 / 10; attempt++) {
+    size_t before, after;
+    ASSERT_EQ(0, sicm_device_get_free_bytes(hbm, &before));
+    char *p = (char *)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, (void *)p);
+    unsigned long mask = 1ul << 2;
+    ASSERT_EQ(0, mbind(p, len, MPOL_BIND, &mask, 64, 0));
+    for (size_t off = 0; off < len; off += 4096) p[off] = 1;
+    std::vector<int> status;  // of the first page
+    int err = sicm_test::PageStatus(p, 1, &status);
+    ASSERT_EQ(0, err) << "move_pages: " << strerror(err);
+    EXPECT_EQ(2, status.at(0)) << "the page must be on node 2";
+    ASSERT_EQ(0, sicm_device_get_free_bytes(hbm, &after));
+    if (before > after && before - after > best) best = before - after;
+    munmap(p, len);
+  }
+  EXPECT_GE(best, len * 9 / 10);
 }
 
 }  // namespace
