@@ -222,6 +222,8 @@ static int win_part_place(MPI_Win win, char *base, MPI_Aint size, const hints *h
       (tail > head_end && tail < end &&
        window_place((char *)tail, (MPI_Aint)(end - tail), devs, ndevs) != 0))
     return -1;
+  if (tail <= head_end) /* no whole page: the edges were all of it */
+    return 0;
   window_part *part = keyval == MPI_KEYVAL_INVALID ? NULL : malloc(sizeof *part);
   sicm_arena a = part ? sicm_arena_create_fixed(base, (size_t)size, devs[0]) : NULL;
   if (a == NULL) {
