@@ -397,6 +397,14 @@ long sc_resident_pages(char *base, size_t len, sc_page_list *l);
  * resident, or -1 with errno (fn's -1 stops the walk). */
 typedef int (*sc_resident_run_fn)(void *ctx, char *start, size_t npages);
 long sc_resident_runs(char *base, size_t len, sc_resident_run_fn fn, void *ctx);
+/* mbind(2) of [addr, addr + len) to the binding, with move_flag only when
+ * a page of the range is in memory off the binding's nodes: the kernel
+ * drains every CPU's page lists and waits out an RCU grace period for any
+ * call that may move, whether there is a page to move or not.  The policy
+ * is set first, so a page faulted in meanwhile lands right, and the walk
+ * after it (mincore, then move_pages asking where) sees every page faulted
+ * in before.  0, or -1 with errno. */
+int sc_mbind_resident(void *addr, size_t len, const sc_binding *b, unsigned move_flag);
 /* Resident pages of the windows' used parts, or -1 with errno. */
 long sc_windows_resident_pages(const sc_window *w, unsigned n);
 

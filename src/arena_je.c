@@ -464,8 +464,7 @@ sicm_arena sicm_arena_create_fixed(void *addr, size_t size, sicm_device *dev) {
   if (sa == NULL)
     return NULL;
   /* The pages already touched move now; the rest fault in on dev. */
-  if (dev != NULL && mbind((void *)lo, hi - lo, binding.policy, binding.nodes.bits,
-                           SC_NODES_MAX, MPOL_MF_MOVE) != 0) {
+  if (dev != NULL && sc_mbind_resident((void *)lo, hi - lo, &binding, MPOL_MF_MOVE) != 0) {
     int err = errno;
     sicm_arena_destroy(sa);
     return sc_fail_null(err, "mbind of the memory at %p to node %d failed: %s", addr,

@@ -5,10 +5,12 @@
  * cost, not what the address range it ever used costs: asking
  * move_pages(2) for the node of every page of that range cost a system
  * call's lookup per page, resident or not (docs/bench-history.md, "The fixed cost
- * of a move").  Shared arenas walk their segment's runs with it too. */
+ * of a move").  Shared arenas walk their segment's runs with it too, and
+ * an mbind that may move pages asks it first whether there are any. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <numaif.h>
 #include <sys/mman.h>
 
 #include "arena.h"
@@ -90,4 +92,38 @@ long sc_windows_resident_pages(const sc_window *w, unsigned n) {
     total += pages;
   }
   return total;
+}
+
+/* Stops the walk (-1, errno 0) at the first resident page off mask. */
+typedef struct off_mask_probe {
+  const sc_nodemask *mask;
+  int found;
+} off_mask_probe;
+
+static int run_off_mask(void *ctx, char *start, size_t npages) {
+  enum { BATCH = 256 };
+  off_mask_probe *probe = ctx;
+  void *pages[BATCH];
+  int status[BATCH];
+  size_t page = sc_page_size();
+  for (size_t done = 0; done < npages; done += BATCH) {
+    size_t n = npages - done < BATCH ? npages - done : BATCH;
+    for (size_t i = 0; i < n; i++)
+      pages[i] = start + (done + i) * page;
+    if (move_pages(0, (unsigned long)n, pages, NULL, status, 0) != 0)
+      return probe->found = 1, -1; /* unknown: moving is the safe answer */
+    for (size_t i = 0; i < n; i++)
+      if (status[i] >= 0 && !sc_nodemask_has(probe->mask, status[i]))
+        return probe->found = 1, -1;
+  }
+  return 0;
+}
+
+int sc_mbind_resident(void *addr, size_t len, const sc_binding *b, unsigned move_flag) {
+  if (mbind(addr, len, b->policy, b->nodes.bits, SC_NODES_MAX, 0) != 0)
+    return -1;
+  off_mask_probe probe = {.mask = &b->nodes};
+  if (sc_resident_runs(addr, len, run_off_mask, &probe) >= 0 && !probe.found)
+    return 0;
+  return mbind(addr, len, b->policy, b->nodes.bits, SC_NODES_MAX, move_flag);
 }

@@ -45,6 +45,27 @@ static int window_pages_settle(char *first, char *end, const unsigned long *mask
   return 0;
 }
 
+/* Whether a page of [first, end) that this process maps is on a node off
+ * mask (the pages mbind(MPOL_MF_MOVE) would move); a failing query says
+ * yes. */
+static int range_off_mask(char *first, char *end, const unsigned long *mask) {
+  enum { BATCH = 256 };
+  void *pages[BATCH];
+  int status[BATCH];
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (char *p = first; p < end; p += BATCH * page) {
+    size_t n = (size_t)(end - p) / page < BATCH ? (size_t)(end - p) / page : BATCH;
+    for (size_t i = 0; i < n; i++)
+      pages[i] = p + i * page;
+    if (move_pages(0, (unsigned long)n, pages, NULL, status, 0) != 0)
+      return 1;
+    for (size_t i = 0; i < n; i++)
+      if (status[i] >= 0 && !mask_has(mask, status[i]))
+        return 1;
+  }
+  return 0;
+}
+
 /* Places this rank's part of a node-shared window on the nodes of devs:
  * the range's policy (shared memory objects keep it for every process),
  * then each page faulted in here under a thread policy naming the same
@@ -60,8 +81,14 @@ static int window_place(char *base, MPI_Aint size, sicm_device **devs, int ndevs
   if (size == 0)
     return 0;
   /* Pages MPI touched already move too; those other ranks map as well
-   * only with CAP_SYS_NICE (MOVE_ALL). */
-  if (mbind(first, (size_t)(end - first), MPOL_BIND, mask, NODES_BITS, MPOL_MF_MOVE_ALL) != 0 &&
+   * only with CAP_SYS_NICE (MOVE_ALL).  The policy comes first, alone: a
+   * call that may move costs the kernel a drain of every CPU's page lists
+   * and an RCU grace period even with nothing to move, and the query
+   * after it sees every page that came before. */
+  if (mbind(first, (size_t)(end - first), MPOL_BIND, mask, NODES_BITS, 0) != 0)
+    return -1;
+  if (range_off_mask(first, end, mask) &&
+      mbind(first, (size_t)(end - first), MPOL_BIND, mask, NODES_BITS, MPOL_MF_MOVE_ALL) != 0 &&
       (errno != EPERM ||
        mbind(first, (size_t)(end - first), MPOL_BIND, mask, NODES_BITS, MPOL_MF_MOVE) != 0))
     return -1;
