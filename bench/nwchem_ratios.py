@@ -100,7 +100,9 @@ def main():
     if shutil.which("nwchem.openmpi") is None or shutil.which("mpirun.openmpi") is None:
         sys.exit("nwchem_ratios.py: needs nwchem-openmpi (apt-get install nwchem-openmpi)")
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-    table = ways(sys.argv[1], sys.argv[2])
+    # The runs start in a directory of their own: a relative path would
+    # preload nothing there, and measure the plain run five times.
+    table = ways(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]))
     times = {w: [] for w in table}
     energies = {w: set() for w in table}
     with tempfile.TemporaryDirectory() as directory:
