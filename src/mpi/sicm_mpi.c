@@ -238,6 +238,7 @@ int hints_parse(hint_get get, const void *src, hints *h) {
     if (strcmp(value, "mpi") != 0 && strcmp(value, "arena") != 0)
       return error_with_text(code_bad_window, text_bad_window);
     h->window_mpi = strcmp(value, "mpi") == 0;
+    h->window_given = 1;
   }
   if (h->arena[0] != '\0' && h->memory[0] == '\0')
     snprintf(h->memory, sizeof h->memory, "dram");
@@ -502,7 +503,7 @@ int MPI_Free_mem(void *base) {
     return raise_error(error_with_text(code, text_not_a_block));
   }
   if (state == BLOCK_LIVE)
-    report_block_end(a, NULL, sicm_usable_size(base));
+    report_block_end(a, NULL, NULL, sicm_usable_size(base));
   sicm_free_named(base, "MPI_Free_mem");
   if (state == BLOCK_LIVE)
     arena_done(a, 0); /* an arena of ours: its last block destroys it */

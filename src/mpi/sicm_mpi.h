@@ -27,6 +27,7 @@ typedef struct hints {
   fallback fallback;
   char arena[NAME_MAX_LEN];         /* "" : the memory's own arena */
   int per_call;                     /* sicm_arena=@call: an arena of this call's own */
+  int window_given;                 /* a sicm_window key was given */
   int window_mpi;                   /* sicm_window=mpi: the MPI library's window memory */
 } hints;
 
@@ -80,9 +81,11 @@ SICM_MPI_HIDDEN void check_stop(const void *ptr, const char *why);
 
 /* ---- sicm_mpi_report.c ---- */
 /* With SICM_MPI_REPORT set, one line for the block of `bytes` about to be
- * freed: its arena's name and resident bytes per node, those of the
- * arena, or with `base` those of [base, base + bytes) (a window's part
- * that is a fixed arena) (sicm(7), MPI DEFAULTS). */
-SICM_MPI_HIDDEN void report_block_end(sicm_arena arena, const void *base, size_t bytes);
+ * freed: `name` (NULL: the arena's) and the resident bytes per node, those
+ * of the arena, or with `base` those of [base, base + bytes) (a window's
+ * part of the MPI library's memory, a fixed arena or bound in place)
+ * (sicm(7), MPI DEFAULTS). */
+SICM_MPI_HIDDEN void report_block_end(sicm_arena arena, const char *name, const void *base,
+                                      size_t bytes);
 
 #endif

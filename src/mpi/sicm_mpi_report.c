@@ -69,17 +69,18 @@ static int range_residency(const void *base, size_t bytes, size_t *resident) {
   return 0;
 }
 
-void report_block_end(sicm_arena arena, const void *base, size_t bytes) {
+void report_block_end(sicm_arena arena, const char *name, const void *base, size_t bytes) {
   const char *dest = getenv("SICM_MPI_REPORT");
   if (dest == NULL || *dest == '\0' || strcmp(dest, "0") == 0 || strcmp(dest, "off") == 0)
     return;
   int saved = errno;
   size_t resident[REPORT_NODES] = {0};
-  char name[NAME_MAX_LEN] = "", host[64] = "";
+  char arena_name[NAME_MAX_LEN] = "", host[64] = "";
   int census = base != NULL ? range_residency(base, bytes, resident)
                             : sicm_arena_residency(arena, resident, REPORT_NODES);
   int census_errno = census != 0 ? errno : 0;
-  sicm_arena_get_name(arena, name, sizeof name);
+  if (name == NULL)
+    name = sicm_arena_get_name(arena, arena_name, sizeof arena_name) >= 0 ? arena_name : "";
   gethostname(host, sizeof host - 1);
   size_t len = strlen(dest), at = 0;
   int json = len > 5 && strcmp(dest + len - 5, ".json") == 0;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "sicm.h"
+#include "sicm_autoplace.h"
 #include "sicm_mpi.h"
 
 #define NODES_BITS 1024
@@ -108,8 +109,9 @@ static int window_place(char *base, MPI_Aint size, sicm_device **devs, int ndevs
   return window_pages_settle(first, end, mask, devs[0]->node);
 }
 
-/* This rank's devices for a node-shared window (*ndevs 0: the MPI
- * library's memory); MPI_SUCCESS or the code to raise. */
+/* This rank's devices for a window whose memory the MPI library makes
+ * (*ndevs 0: the MPI library's memory, unplaced); MPI_SUCCESS or the code
+ * to raise. */
 static int shared_devices(const hints *h, sicm_device **devs, int *ndevs) {
   *ndevs = 0;
   if (!h->placed)
@@ -118,7 +120,7 @@ static int shared_devices(const hints *h, sicm_device **devs, int *ndevs) {
   if (rc != MPI_SUCCESS || *ndevs > 0 || h->fallback == FALLBACK_DEFAULT)
     return rc;
   if (h->fallback == FALLBACK_ABORT) {
-    fprintf(stderr, "libsicm-mpi: MPI_Win_allocate_shared in sicm_memory=%s: no such device here\n",
+    fprintf(stderr, "libsicm-mpi: a window in sicm_memory=%s: no such device here\n",
             h->memory);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -199,8 +201,8 @@ static int win_memory_take(MPI_Aint size, MPI_Info info, const hints *h, void **
  * PMPI_Win_allocate (for the ranks of a node, its shared-memory path,
  * where the others load and store into this rank's part directly), and
  * this rank's part becomes a fixed arena on the hinted device, which
- * sicm_arena_set_device() and the placer move whole; MPI_Win_free destroys
- * it through an attribute.  Each rank's part is asked on pages of its own
+ * sicm_arena_set_device() moves whole; MPI_Win_free destroys it through
+ * an attribute.  Each rank's part is asked on pages of its own
  * (alloc_shared_noncontig) so that no page holds two ranks' parts.  A part
  * smaller than a page, or one libsicm cannot take as a fixed arena, is
  * bound to the device as MPI_Win_allocate_shared's parts are: placed, not
@@ -209,28 +211,43 @@ static int win_memory_take(MPI_Aint size, MPI_Info info, const hints *h, void **
 static int fixed_keyval = MPI_KEYVAL_INVALID; /* under win_lock */
 
 typedef struct window_part {
-  sicm_arena arena;
+  sicm_arena arena; /* NULL: the part was bound in place */
   void *base;
   size_t size;
+  char name[NAME_MAX_LEN];
 } window_part;
 
 static int win_fixed_free(MPI_Win win, int keyval, void *value, void *extra) {
   (void)win, (void)keyval, (void)extra;
   window_part *part = value;
-  report_block_end(part->arena, part->base, part->size);
-  sicm_arena_destroy(part->arena);
+  report_block_end(part->arena, part->name, part->base, part->size);
+  if (part->arena != NULL)
+    sicm_arena_destroy(part->arena);
   free(part);
   return MPI_SUCCESS;
 }
 
-/* This rank's part as a fixed arena (or bound in place); 0, or -1. */
-static int win_part_place(MPI_Win win, char *base, MPI_Aint size, const hints *h) {
-  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
-  int ndevs = 0;
-  if (!h->placed || size == 0)
+/* The part's whole pages as a fixed arena on devs[0], named; NULL when
+ * there is none, or libsicm cannot take them (the caller binds them). */
+static sicm_arena part_arena_make(char *base, MPI_Aint size, sicm_device **devs,
+                                  const char *name) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)base;
+  if (((start + page - 1) & ~(page - 1)) + page > start + (uintptr_t)size)
+    return NULL; /* no whole page */
+  sicm_arena a = sicm_arena_create_fixed(base, (size_t)size, devs[0]);
+  if (a != NULL)
+    sicm_arena_set_name(a, name);
+  return a;
+}
+
+/* This rank's part on devs: its whole pages a fixed arena, its partial
+ * first and last pages (partly MPI's, or empty) bound, as is the whole
+ * part when there is no arena; an attribute keeps what MPI_Win_free must
+ * report and destroy.  0, or -1. */
+static int win_part_place(MPI_Win win, char *base, MPI_Aint size, const hints *h,
+                          sicm_device **devs, int ndevs) {
+  if (!h->placed || size == 0 || ndevs == 0)
     return 0;
-  if (hints_devices(h, devs, &ndevs) != MPI_SUCCESS || ndevs == 0)
-    return h->fallback == FALLBACK_DEFAULT ? 0 : -1;
   pthread_mutex_lock(&win_lock);
   if (fixed_keyval == MPI_KEYVAL_INVALID &&
       MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, win_fixed_free, &fixed_keyval, NULL) !=
@@ -238,33 +255,30 @@ static int win_part_place(MPI_Win win, char *base, MPI_Aint size, const hints *h
     fixed_keyval = MPI_KEYVAL_INVALID;
   int keyval = fixed_keyval;
   pthread_mutex_unlock(&win_lock);
-  /* The part's first and last pages are partly MPI's or empty: a fixed
-   * arena leaves them out, so they are bound here, once. */
-  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)base;
-  uintptr_t end = start + (uintptr_t)size, head_end = (start | (page - 1)) + 1;
-  if (head_end > end)
-    head_end = end;
-  uintptr_t tail = end & ~(page - 1);
-  if (window_place(base, (MPI_Aint)(head_end - start), devs, ndevs) != 0 ||
-      (tail > head_end && tail < end &&
-       window_place((char *)tail, (MPI_Aint)(end - tail), devs, ndevs) != 0))
-    return -1;
-  if (tail <= head_end) /* no whole page: the edges were all of it */
-    return 0;
   window_part *part = keyval == MPI_KEYVAL_INVALID ? NULL : malloc(sizeof *part);
-  sicm_arena a = part ? sicm_arena_create_fixed(base, (size_t)size, devs[0]) : NULL;
-  if (a == NULL) {
-    free(part);
+  if (part == NULL)
     return window_place(base, size, devs, ndevs);
+  *part = (window_part){.base = base, .size = (size_t)size};
+  snprintf(part->name, sizeof part->name, "%s", h->per_call ? h->arena : "mpi:win");
+  part->arena = part_arena_make(base, size, devs, part->name);
+  int rc;
+  if (part->arena == NULL) {
+    rc = window_place(base, size, devs, ndevs);
+  } else {
+    /* The arena holds a whole page, so the edges are apart. */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)base;
+    uintptr_t end = start + (uintptr_t)size, first = (start + page - 1) & ~(page - 1);
+    uintptr_t tail = end & ~(page - 1);
+    rc = first > start ? window_place(base, (MPI_Aint)(first - start), devs, ndevs) : 0;
+    if (rc == 0 && tail < end)
+      rc = window_place((char *)tail, (MPI_Aint)(end - tail), devs, ndevs);
   }
-  sicm_arena_set_name(a, h->per_call ? h->arena : "mpi:win");
-  *part = (window_part){.arena = a, .base = base, .size = (size_t)size};
-  if (PMPI_Win_set_attr(win, keyval, part) != MPI_SUCCESS) {
-    sicm_arena_destroy(a);
-    free(part);
-    return -1;
-  }
-  return 0;
+  if (rc == 0 && PMPI_Win_set_attr(win, keyval, part) == MPI_SUCCESS)
+    return 0;
+  if (part->arena != NULL)
+    sicm_arena_destroy(part->arena);
+  free(part);
+  return -1;
 }
 
 /* The MPI library may unmap a window's memory before it deletes the
@@ -284,7 +298,8 @@ int MPI_Win_free(MPI_Win *win) {
 }
 
 static int win_allocate_mpi(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
-                            void *baseptr, MPI_Win *win, const hints *h) {
+                            void *baseptr, MPI_Win *win, const hints *h, sicm_device **devs,
+                            int ndevs) {
   MPI_Info own;
   if (info == MPI_INFO_NULL ? PMPI_Info_create(&own) : PMPI_Info_dup(info, &own))
     return raise_error_on(comm, MPI_ERR_INTERN);
@@ -293,7 +308,7 @@ static int win_allocate_mpi(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
   PMPI_Info_free(&own);
   if (rc != MPI_SUCCESS) /* the MPI's own failure: it agreed on it, and raised it */
     return rc;
-  int placed = win_part_place(*win, *(char **)baseptr, size, h) == 0, all = 0;
+  int placed = win_part_place(*win, *(char **)baseptr, size, h, devs, ndevs) == 0, all = 0;
   if (!placed)
     fprintf(stderr, "libsicm-mpi: placing the window in sicm_memory=%s failed: %s\n", h->memory,
             strerror(errno));
@@ -305,26 +320,45 @@ static int win_allocate_mpi(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
   return MPI_SUCCESS;
 }
 
+/* Without a sicm_window key, a window is the MPI library's own unless the
+ * placer runs: it ranks and moves only arenas whose memory libsicm owns
+ * (a fixed arena is the caller's memory), and a window of MPI_Win_create
+ * over an arena has every access, a peer's on the node too, carried out
+ * through the target's page tables, where the placer measures heat. */
+static int window_mpi_wanted(const hints *h) {
+  sicm_autoplace_totals placer;
+  if (h->window_given)
+    return h->window_mpi;
+  return !(sicm_autoplace_get_totals(&placer) == 0 && placer.running);
+}
+
 /* Hints may differ between ranks, and one rank's failure must not leave the
  * others inside PMPI_Win_create: every call first agrees, in one
  * reduction over comm, whether any rank has hints, whether any failed,
- * and whether any wants its memory from an arena (sicm_window=arena, or a
- * named arena, which windows share): if none does, the window is the MPI
- * library's own (win_allocate_mpi). */
+ * and whether any wants its memory from an arena (sicm_window=arena, the
+ * placer running, or a named arena, which windows share): if none does,
+ * the window is the MPI library's own (win_allocate_mpi). */
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                      MPI_Win *win) {
   hints h;
   int rc = hints_read(info, CALL_WIN_ALLOCATE, size, &h);
   if (rc == MPI_SUCCESS && h.placed && size < 0)
     rc = MPI_ERR_SIZE;
-  int from_arena = h.placed && !(h.window_mpi && (h.per_call || h.arena[0] == '\0'));
+  int from_arena =
+      h.placed && !(window_mpi_wanted(&h) && (h.per_call || h.arena[0] == '\0'));
+  /* A window the MPI library may make learns its devices first: a bad
+   * memory name fails here, on its own rank, as the arena's would. */
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  int ndevs = 0;
+  if (rc == MPI_SUCCESS && h.placed && !from_arena)
+    rc = shared_devices(&h, devs, &ndevs);
   int mine[3] = {rc != MPI_SUCCESS || h.placed, rc != MPI_SUCCESS, from_arena}, any[3];
   if (PMPI_Allreduce(mine, any, 3, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
     return raise_error_on(comm, MPI_ERR_COMM);
   if (!any[0])
     return PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
   if (!any[1] && !any[2])
-    return win_allocate_mpi(size, disp_unit, info, comm, baseptr, win, &h);
+    return win_allocate_mpi(size, disp_unit, info, comm, baseptr, win, &h, devs, ndevs);
   void *base = NULL;
   int keyval = win_keyval_get();
   if (rc == MPI_SUCCESS && !any[1])

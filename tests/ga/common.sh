@@ -12,7 +12,10 @@
 # reference run without libsicm sets: for MPICH, ARMCI_USE_WIN_ALLOCATE=0,
 # because Debian's GA over MPICH 4.0's own MPI_Win_allocate computes wrong
 # results (mtest, testc, nbtestc, normc, matrixc report failures; with
-# windows of MPI_Win_create they pass, as under libsicm-mpi).
+# windows of MPI_Win_create they pass).  `ga_window MPI` is the
+# sicm_window key the runs under libsicm-mpi add: for MPICH, arena (the
+# windows made with MPI_Win_create over arenas), for that same reason;
+# for Open MPI, none (its own windows, libsicm-mpi's default).
 b=${SICM_TOP_BUILDDIR:?}
 src=${SICM_TOP_SRCDIR:-$b}
 . "$src/tests/mpi/mpi_env.sh"
@@ -34,6 +37,7 @@ ga_skip() {
   exit 77
 }
 ga_plain_env() { [ "$1" = mpich ] && echo ARMCI_USE_WIN_ALLOCATE=0 || echo GA_PLAIN=1; }
+ga_window() { [ "$1" = mpich ] && echo ";sicm_window=arena"; }
 ga_mpi_config() { echo "/usr/lib/x86_64-linux-gnu/ga/$1/bin/ga-config"; }
 ga_build() {
   config=$(ga_mpi_config "$1")

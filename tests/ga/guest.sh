@@ -24,7 +24,7 @@ for f in $flavours; do
   for t in $programs; do
     report=$(mktemp --suffix=.json)
     ga_run "$f" "$t" LD_PRELOAD="$b/src/mpi/.libs/libsicm-mpi-$f.so" LD_LIBRARY_PATH="$b/src/.libs" \
-      SICM_MPI_INFO="sicm_memory=hbm;sicm_arena=@call" SICM_MPI_REPORT="$report"
+      SICM_MPI_INFO="sicm_memory=hbm;sicm_arena=@call$(ga_window "$f")" SICM_MPI_REPORT="$report"
     [ $run_rc -eq 0 ] || { echo "FAIL: $f $t (exit $run_rc)"; cat "$ga_out"; rc=1; continue; }
     same=yes
     case " $GA_VERDICT_ONLY " in

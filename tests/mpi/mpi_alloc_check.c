@@ -323,25 +323,28 @@ static MPI_Win window_of(MPI_Aint size, MPI_Info info, long **base, int *rc) {
   return win;
 }
 
-static int flavor_of(MPI_Win win) {
-  int *flavor = NULL, flag = 0;
-  MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag);
-  return flag && flavor ? *flavor : -1;
-}
-
-/* MPI_Win_allocate with sicm_memory: arena memory (on `node` when >= 0)
- * that MPI_Put, MPI_Get and MPI_Accumulate of the other rank reach, given
- * back by MPI_Win_free; without hints, the MPI's; hints on one rank only;
- * a bad hint on one rank fails the call on both, without a hang. */
-static void window_allocate(const char *memory, int node) {
+/* MPI_Win_allocate with sicm_memory: memory (on `node` when >= 0) that
+ * MPI_Put, MPI_Get and MPI_Accumulate of the other rank reach, given back
+ * by MPI_Win_free, in both kinds of window: with sicm_window=arena, arena
+ * memory under MPI_Win_create; by default, the MPI library's own window,
+ * this rank's part a fixed arena.  Without hints, the MPI's; hints on one
+ * rank only; a bad hint on one rank fails the call on both, without a
+ * hang. */
+static void window_allocate(const char *memory, int node, const char *window) {
   const int n = 1 << 17; /* longs: 1 MiB */
-  int before = sicm_arenas_list(NULL, 0), rc, cls;
+  int before = sicm_arenas_list(NULL, 0), rc, cls, mpi_window = window == NULL;
   long *base;
-  MPI_Info info = info_of("sicm_memory", memory, NULL, NULL);
+  char what[160];
+  MPI_Info info = info_of("sicm_memory", memory, window ? "sicm_window" : NULL, window);
   MPI_Win win = window_of((MPI_Aint)n * sizeof(long), info, &base, &rc);
-  check(rc == MPI_SUCCESS && base && sicm_arena_lookup(base) != NULL &&
-            flavor_of(win) == MPI_WIN_FLAVOR_ALLOCATE,
-        "MPI_Win_allocate with sicm_memory: arena memory, flavour ALLOCATE");
+  snprintf(what, sizeof what, "MPI_Win_allocate with sicm_memory%s: %s, flavour ALLOCATE",
+           window ? ";sicm_window=arena" : "",
+           mpi_window ? "the MPI library's window, the part a fixed arena"
+                      : "arena memory under MPI_Win_create");
+  check(rc == MPI_SUCCESS && base && part_arena(base, (size_t)n * sizeof(long), mpi_window) &&
+            flavor_of(win) == MPI_WIN_FLAVOR_ALLOCATE &&
+            mpi_flavor_of(win) == (mpi_window ? MPI_WIN_FLAVOR_ALLOCATE : MPI_WIN_FLAVOR_CREATE),
+        what);
   if (rc != MPI_SUCCESS) {
     MPI_Info_free(&info);
     return;
@@ -371,12 +374,15 @@ static void window_allocate(const char *memory, int node) {
     ok &= base[9000 + i] == rank * 1000000L + 9000 + i + other + 1;
   check(ok, "MPI_Put, MPI_Get and MPI_Accumulate of the other rank reach the window's memory");
   if (node >= 0) {
-    char what[96];
     snprintf(what, sizeof what, "the window's memory on node %d", node);
     check(pages_off(base, (size_t)n * sizeof(long), node) == 0, what);
   }
   check(MPI_Win_free(&win) == MPI_SUCCESS && sicm_arenas_list(NULL, 0) == before,
         "MPI_Win_free gives the memory back (its arena released)");
+  if (mpi_window) { /* the checks below are of windows over arenas */
+    MPI_Info_free(&info);
+    return;
+  }
 
   win = window_of(4096, MPI_INFO_NULL, &base, &rc);
   check(rc == MPI_SUCCESS && base && sicm_arena_lookup(base) == NULL &&
@@ -475,8 +481,9 @@ static void env_windows(const char *memory, int node) {
     ok &= rc == MPI_SUCCESS && bases[i] != NULL;
     if (rc != MPI_SUCCESS)
       continue;
-    arenas[i] = sicm_arena_lookup(bases[i]);
-    ok &= arenas[i] != NULL && sicm_arena_get_name(arenas[i], name, sizeof name) > 0;
+    arenas[i] = part_arena(bases[i], (size_t)sizes[i], 1);
+    ok &= arenas[i] != NULL && sicm_arena_get_name(arenas[i], name, sizeof name) > 0 &&
+          mpi_flavor_of(wins[i]) == MPI_WIN_FLAVOR_ALLOCATE;
     if (i == 0 && sscanf(name, "mpi:win#%lu ", &first) != 1)
       ok = 0;
     snprintf(expected, sizeof expected, "mpi:win#%lu %s", first + (unsigned long)i, units[i]);
@@ -486,13 +493,32 @@ static void env_windows(const char *memory, int node) {
       ok = 0;
   }
   ok &= arenas[0] != arenas[1] && arenas[1] != arenas[2] && arenas[0] != arenas[2];
-  check(ok, node >= 0 ? "sicm_arena=@call: three windows, three arenas named mpi:win#N SIZE, "
-                       "each on the node"
-                     : "sicm_arena=@call: three windows, three arenas named mpi:win#N SIZE");
+  check(ok, node >= 0 ? "sicm_arena=@call: three of the MPI library's windows, three arenas "
+                       "named mpi:win#N SIZE, each on the node"
+                     : "sicm_arena=@call: three of the MPI library's windows, three arenas named "
+                       "mpi:win#N SIZE");
   ok = 1;
   for (int i = 0; i < 3; i++) /* a window failed on every rank or on none */
     ok &= wins[i] != MPI_WIN_NULL && MPI_Win_free(&wins[i]) == MPI_SUCCESS;
   check(ok && sicm_arenas_list(NULL, 0) == before, "MPI_Win_free releases each window's arena");
+
+  /* The placer moves arenas whose memory libsicm owns: while it runs, a
+   * window without sicm_window is one of MPI_Win_create over an arena. */
+  sicm_autoplace_config placer;
+  sicm_autoplace_config_init(&placer);
+  int started = sicm_autoplace_start(&placer) == 0, all_started = 0;
+  MPI_Allreduce(&started, &all_started, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all_started) {
+    long *base;
+    MPI_Win win = window_of(1 << 20, MPI_INFO_NULL, &base, &rc);
+    check(rc == MPI_SUCCESS && sicm_arena_lookup(base) != NULL &&
+              mpi_flavor_of(win) == MPI_WIN_FLAVOR_CREATE && MPI_Win_free(&win) == MPI_SUCCESS,
+          "the placer running: the window an arena's memory under MPI_Win_create");
+  } else if (rank == 0) {
+    printf("  (no placer here: %s)\n", sicm_error_detail());
+  }
+  if (started)
+    sicm_autoplace_stop();
   unsetenv("SICM_MPI_INFO_WIN_ALLOCATE");
 
   if (node >= 0) {
@@ -533,7 +559,8 @@ int main(int argc, char **argv) {
   topology_shared();
   one_sided(numa ? "hbm" : "dram");
   shared_window(numa ? "hbm" : "dram", numa ? 2 : -1);
-  window_allocate(numa ? "hbm" : "dram", numa ? 2 : -1);
+  window_allocate(numa ? "hbm" : "dram", numa ? 2 : -1, "arena");
+  window_allocate(numa ? "hbm" : "dram", numa ? 2 : -1, NULL);
   memory_kinds(numa ? "hbm" : "dram", numa ? 2 : -1);
   env_defaults(numa ? "hbm" : "dram");
   env_windows(numa ? "hbm" : "dram", numa ? 2 : -1);

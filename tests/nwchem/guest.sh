@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # guest.sh (runs inside the 4-node guest): Debian's NWChem (nwchem-openmpi,
 # over Global Arrays and ARMCI-MPI), unmodified, 2 ranks, a water molecule:
-# SCF then MP2.  Three runs: plain; under libsicm-mpi with every window and
-# block of memory an arena of its own on HBM (node 2), where SICM_MPI_REPORT
-# must show every window arena's pages on node 2 when it was freed; the
-# same with the windows the MPI library's own (sicm_window=mpi); and with
-# the windows on DRAM and the placer on, whose decisions SICM_STATS names
-# per window.  The energies must be the plain run's, within what NWChem's
+# SCF then MP2.  Four runs: plain; under libsicm-mpi with every window and
+# block of memory on HBM (node 2), each of its own (the windows the MPI
+# library's own, each rank's part an arena), where SICM_MPI_REPORT must
+# show every window's pages on node 2 when it was freed; the same with the
+# windows of MPI_Win_create over arenas (sicm_window=arena); and with the
+# windows on DRAM and the placer on, whose decisions SICM_STATS names per
+# window.  The energies must be the plain run's, within what NWChem's
 # own runs differ by.
 set -u
 b=${SICM_TOP_BUILDDIR:?}
@@ -40,17 +41,17 @@ sicm_mpi=$b/src/mpi/.libs/libsicm-mpi-openmpi.so
 nwchem plain GA_PLAIN=1
 nwchem hbm LD_PRELOAD="$sicm_mpi" SICM_MPI_INFO="sicm_memory=hbm;sicm_arena=@call" \
   SICM_MPI_REPORT="$work/hbm.json"
-nwchem mpi_windows LD_PRELOAD="$sicm_mpi" \
-  SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=hbm;sicm_arena=@call;sicm_window=mpi" \
-  SICM_MPI_REPORT="$work/mpi_windows.json"
+nwchem arena_windows LD_PRELOAD="$sicm_mpi" \
+  SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=hbm;sicm_arena=@call;sicm_window=arena" \
+  SICM_MPI_REPORT="$work/arena_windows.json"
 nwchem placer LD_PRELOAD="$sicm_mpi" SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=dram;sicm_arena=@call" \
   SICM_AUTOPLACE="fast=2,interval=200ms,cpu=100%" SICM_STATS="$work/placer.json"
 check() { "${SICM_PYTHON:-python3}" "$src/tests/nwchem/check.py" "$@" || rc=1; }
 check energies "$work/plain/out" "$work/hbm/out" hbm
 check energies "$work/plain/out" "$work/placer/out" placer
-check energies "$work/plain/out" "$work/mpi_windows/out" mpi_windows
+check energies "$work/plain/out" "$work/arena_windows/out" arena_windows
 check census 2 "$work/hbm.json"
-check census 2 "$work/mpi_windows.json"
+check census 2 "$work/arena_windows.json"
 check decisions "$work/placer.json"
 rm -rf "$work"
 exit $rc
