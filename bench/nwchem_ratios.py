@@ -2,17 +2,19 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """nwchem_ratios.py: Debian's NWChem (nwchem-openmpi), unmodified, 2 ranks
 on this node, benzene SCF then MP2 (cc-pVDZ), run as its users run it and
-in three other ways, the runs alternated so that the machine's drift falls
+in four other ways, the runs alternated so that the machine's drift falls
 on all alike:
   plain         as installed
   preload       LD_PRELOAD=libsicm-mpi, no default: every call passed on
-  windows       every window an arena of its own on DRAM (node 0) with
-                SICM_MPI_INFO_WIN_ALLOCATE=sicm_memory=dram;sicm_arena=@call
-  mpi_windows   the same with sicm_window=mpi: the MPI library's own
-                windows, each rank's part a fixed arena
+  windows       every window on DRAM, each rank's part an arena of its
+                own, with SICM_MPI_INFO_WIN_ALLOCATE=
+                sicm_memory=dram;sicm_arena=@call (the MPI library's own
+                windows, libsicm-mpi's default)
+  arena_windows the same with sicm_window=arena: windows of
+                MPI_Win_create over arenas (as under the placer)
   win_create    no libsicm; ARMCI-MPI told to make its windows with
                 MPI_Win_create (ARMCI_USE_WIN_ALLOCATE=0), the flavour
-                libsicm-mpi gives a hinted window
+                of arena_windows
 Prints the table of BENCHMARKS.md: the median wall time of each over RUNS
 rounds and its ratio to plain, and each way's energies.  Progress goes to
 stderr.
@@ -61,9 +63,9 @@ def ways(preload_so, libdir):
         "plain": {},
         "preload": dict(hinted),
         "windows": dict(hinted, SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=dram;sicm_arena=@call"),
-        "mpi_windows": dict(
+        "arena_windows": dict(
             hinted,
-            SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=dram;sicm_arena=@call;sicm_window=mpi",
+            SICM_MPI_INFO_WIN_ALLOCATE="sicm_memory=dram;sicm_arena=@call;sicm_window=arena",
         ),
         "win_create": {"ARMCI_USE_WIN_ALLOCATE": "0"},
     }
