@@ -162,7 +162,9 @@ int sc_window_lend(sc_arena *a, void *base, size_t size) {
   for (uintptr_t c = lo >> SC_CHUNK_SHIFT; c <= (hi - 1) >> SC_CHUNK_SHIFT; c++)
     if (__atomic_load_n(&sc_chunk_owner[c], __ATOMIC_ACQUIRE) == 0)
       __atomic_store_n(&sc_chunk_owner[c], (uint16_t)SC_CHUNK_MANY, __ATOMIC_RELEASE);
-  sc_window w = {base, size, 0, 0, size, NULL, 1};
+  /* The whole range is the caller's, touched or not through the arena:
+   * residency and moves reach all of it. */
+  sc_window w = {base, size, 0, size, size, NULL, 1};
   page_tags_make(&w);
   fixed_tags_clear(lo, hi);
   pthread_mutex_unlock(&fixed_lock);
