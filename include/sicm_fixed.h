@@ -31,8 +31,11 @@ extern "C" {
  * With `dev` NULL the pages stay under the caller's memory policy, and the
  * arena cannot move (sicm_arena_set_device(): EINVAL).  With a device of
  * base pages, the range is bound to it once every check has passed (pages
- * already touched move there) and moves as any arena's.  A refused call
- * binds and moves nothing.
+ * already touched move there) and moves as any arena's, the whole range,
+ * whatever wrote it.  Of a shared mapping (MAP_SHARED), the pages other
+ * processes touched move too when this process has CAP_SYS_NICE; without
+ * it, a move meets them and fails with EPERM.  A refused call binds and
+ * moves nothing.
  * Returns the arena, or NULL with errno
  *   EPERM   library not initialized;
  *   EINVAL  addr NULL, no whole page in the range, a page of it not mapped

@@ -163,6 +163,7 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   __atomic_store_n(&a->peak_held, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&a->pool, NULL, __ATOMIC_RELAXED);
   a->borrowed = config->borrowed_base != NULL;
+  a->move_flag = config->move_all ? MPOL_MF_MOVE_ALL : config->ops->move_flag;
   if ((a->borrowed && sc_window_lend(a, config->borrowed_base, config->borrowed_size) != 0) ||
       a->ops->open(a, config->kind_arg) != 0) {
     int err = errno;

@@ -131,6 +131,10 @@ struct sc_arena {
   /* A fixed arena: its one window is memory the caller owns, never grown;
    * no thread caches, no zero pages assumed, no pages given back. */
   int borrowed;
+  /* What its moves pass to mbind and move_pages: ops->move_flag, or
+   * MPOL_MF_MOVE_ALL for a fixed arena over memory other processes map
+   * too (a shared segment), where this process may move their pages. */
+  int move_flag;
   size_t held;                  /* atomic: bytes committed to it */
   size_t peak_held;             /* atomic: the most held has been, for the report */
   sc_binding binding;           /* changed by migration under window_lock */
@@ -212,6 +216,7 @@ typedef struct sc_arena_config {
   void *kind_arg;               /* passed to ops->open */
   void *borrowed_base;          /* a fixed arena's memory (page-aligned), or NULL */
   size_t borrowed_size;
+  int move_all;                 /* its moves take pages other processes map too */
 } sc_arena_config;
 
 /* The one creation path of every kind: claims a slot, fills the common
@@ -405,6 +410,10 @@ long sc_resident_runs(char *base, size_t len, sc_resident_run_fn fn, void *ctx);
  * after it (mincore, then move_pages asking where) sees every page faulted
  * in before.  0, or -1 with errno. */
 int sc_mbind_resident(void *addr, size_t len, const sc_binding *b, unsigned move_flag);
+/* A sc_resident_run_fn that maps here a run of a shared mapping's pages
+ * in memory, which other processes touched: mbind and move_pages see only
+ * the pages of this process's page tables.  Returns 0. */
+int sc_populate_run(void *ctx, char *start, size_t npages);
 /* Resident pages of the windows' used parts, or -1 with errno. */
 long sc_windows_resident_pages(const sc_window *w, unsigned n);
 

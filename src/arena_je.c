@@ -389,9 +389,13 @@ static int private_stats(sc_arena *a, sicm_arena_stats *out) {
   return 0;
 }
 
-/* The free pages jemalloc keeps would move for nothing. */
+/* The free pages jemalloc keeps would move for nothing; a fixed arena
+ * over a shared segment maps first the pages other processes touched. */
 static int private_move_begin(sc_arena *a) {
   shards_purge(a);
+  if (a->borrowed && a->move_flag == MPOL_MF_MOVE_ALL &&
+      sc_resident_runs(a->windows[0].base, a->windows[0].size, sc_populate_run, NULL) < 0)
+    return -1;
   return 0;
 }
 
@@ -445,7 +449,8 @@ sicm_arena sicm_arena_create_fixed(void *addr, size_t size, sicm_device *dev) {
   if (addr == NULL || (uintptr_t)addr + size < (uintptr_t)addr || hi <= lo)
     return sc_fail_null(EINVAL, "a fixed arena needs a page of memory (%p, %zu bytes)", addr,
                         size);
-  if (!sc_range_writable(lo, hi))
+  int shared;
+  if (!sc_range_writable(lo, hi, &shared))
     return sc_fail_null(EINVAL, "the memory at %p is not all mapped readable and writable",
                         addr);
   sc_binding binding = {.policy = MPOL_DEFAULT};
@@ -456,15 +461,22 @@ sicm_arena sicm_arena_create_fixed(void *addr, size_t size, sicm_device *dev) {
       return sc_fail_null(EINVAL, "the caller's memory has base pages; the device has huge ones");
   }
   binding.capacity = hi - lo;
+  /* Pages of a shared segment that another process touched are its too:
+   * only MPOL_MF_MOVE_ALL moves them, where the process may. */
   sc_arena_config config = {.ops = &private_ops, .binding = &binding, .maxsize = hi - lo,
-                            .borrowed_base = (void *)lo, .borrowed_size = hi - lo};
+                            .borrowed_base = (void *)lo, .borrowed_size = hi - lo,
+                            .move_all = shared && sc_may_move_others_pages()};
   /* The arena first: it refuses a range that is another arena's, which
    * must not be bound, nor its pages moved, by a call that fails. */
   sicm_arena sa = sc_arena_create(&config);
   if (sa == NULL)
     return NULL;
   /* The pages already touched move now; the rest fault in on dev. */
-  if (dev != NULL && sc_mbind_resident((void *)lo, hi - lo, &binding, MPOL_MF_MOVE) != 0) {
+  if (dev != NULL && config.move_all)
+    (void)sc_resident_runs((void *)lo, hi - lo, sc_populate_run, NULL);
+  if (dev != NULL &&
+      sc_mbind_resident((void *)lo, hi - lo, &binding,
+                        config.move_all ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE) != 0) {
     int err = errno;
     sicm_arena_destroy(sa);
     return sc_fail_null(err, "mbind of the memory at %p to node %d failed: %s", addr,

@@ -83,6 +83,15 @@ long sc_resident_runs(char *base, size_t len, sc_resident_run_fn fn, void *ctx) 
   return total;
 }
 
+int sc_populate_run(void *ctx, char *start, size_t npages) {
+  (void)ctx;
+  size_t page = sc_page_size();
+  if (madvise(start, npages * page, MADV_POPULATE_READ) != 0)
+    for (size_t k = 0; k < npages; k++) /* kernels before 5.14 */
+      (void)*(volatile char *)(start + k * page);
+  return 0;
+}
+
 long sc_windows_resident_pages(const sc_window *w, unsigned n) {
   long total = 0;
   for (unsigned i = 0; i < n; i++) {

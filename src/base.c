@@ -4,6 +4,7 @@
  * every process of a node can map. */
 #include <ctype.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
 #include "base.h"
@@ -184,8 +186,9 @@ uintptr_t sc_address_hole(size_t size, size_t align) {
   return best_lo + (((best_hi - best_lo - span) / 2) & ~(uintptr_t)(align - 1));
 }
 
-int sc_range_writable(uintptr_t lo, uintptr_t hi) {
+int sc_range_writable(uintptr_t lo, uintptr_t hi, int *shared) {
   FILE *maps = fopen("/proc/self/maps", "re");
+  *shared = 0;
   if (maps == NULL)
     return 0;
   uintptr_t covered = lo, start, end;
@@ -195,10 +198,19 @@ int sc_range_writable(uintptr_t lo, uintptr_t hi) {
       continue;
     if (start > covered || perms[0] != 'r' || perms[1] != 'w')
       break; /* a hole, or pages the caller cannot both read and write */
+    *shared |= perms[3] == 's';
     covered = end;
   }
   fclose(maps);
   return covered >= hi;
+}
+
+int sc_may_move_others_pages(void) {
+  struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3};
+  struct __user_cap_data_struct data[2];
+  if (syscall(SYS_capget, &header, data) != 0)
+    return 0;
+  return (data[CAP_SYS_NICE / 32].effective >> (CAP_SYS_NICE % 32)) & 1;
 }
 
 int sc_stat_is_null_device(const struct stat *st) {

@@ -99,8 +99,12 @@ uint64_t sc_clock_ns(clockid_t id);
  * range free too: shared arenas and the node-wide topology map there. */
 uintptr_t sc_address_hole(size_t size, size_t align);
 /* 1 when every page of [lo, hi) is mapped readable and writable in this
- * process (/proc/self/maps), else 0. */
-int sc_range_writable(uintptr_t lo, uintptr_t hi);
+ * process (/proc/self/maps), else 0; *shared 1 when a mapping of the
+ * range is shared (MAP_SHARED: other processes may map its pages). */
+int sc_range_writable(uintptr_t lo, uintptr_t hi, int *shared);
+/* 1 when this process may move pages other processes map too
+ * (MPOL_MF_MOVE_ALL needs CAP_SYS_NICE), else 0. */
+int sc_may_move_others_pages(void);
 /* 1 when st is the null device (/dev/null, character device 1:3): the
  * conventional "no configuration" to read and "discard" to write. */
 struct stat;

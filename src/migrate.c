@@ -128,7 +128,7 @@ static void migrate_roll_back(sc_arena *a, const sc_binding *from, int huge) {
   unsigned n = sc_window_snapshot(a, windows);
   sicm_migration_report back = {0};
   (void)windows_bind(windows, n, from); /* pages move back below even if this fails */
-  (void)sc_pages_move(windows, n, from, 0, huge, a->ops->move_flag, NULL, &back);
+  (void)sc_pages_move(windows, n, from, 0, huge, a->move_flag, NULL, &back);
 }
 
 /* Binds the arena to `to` and moves its pages there; 0, or -1 with errno
@@ -156,14 +156,14 @@ static int move_to(sc_arena *a, const sc_binding *to, int guarded, int strict, i
   int rc = windows_bind(windows, n, &during);
   n = sc_window_snapshot(a, windows);
   if (rc == 0)
-    rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, watch, report);
+    rc = sc_pages_move(windows, n, &during, strict, huge, a->move_flag, watch, report);
   if (rc != 0 || !relaxed)
     return rc;
   unsigned long long now = nodes_foreign(to);
   if (now != foreign) {
     foreign = now;
     n = sc_window_snapshot(a, windows);
-    rc = sc_pages_move(windows, n, &during, strict, huge, a->ops->move_flag, watch, report);
+    rc = sc_pages_move(windows, n, &during, strict, huge, a->move_flag, watch, report);
   }
   if (rc == 0) {
     pthread_mutex_lock(&a->window_lock);
@@ -173,7 +173,7 @@ static int move_to(sc_arena *a, const sc_binding *to, int guarded, int strict, i
     rc = windows_bind(windows, n, to);
   }
   if (rc == 0 && nodes_foreign(to) != foreign)
-    rc = sc_pages_move(windows, n, to, strict, huge, a->ops->move_flag, watch, report);
+    rc = sc_pages_move(windows, n, to, strict, huge, a->move_flag, watch, report);
   return rc;
 }
 

@@ -70,19 +70,10 @@ sicm_arena sc_shm_register(const sc_shared_arena *segment, const sc_binding *bin
   return sc_arena_create(&config);
 }
 
-/* Maps here a run of the segment's pages that are in memory. */
-static int populate(void *ctx, char *base, size_t npages) {
-  size_t page = sc_page_size();
-  if (madvise(base, npages * page, MADV_POPULATE_READ) != 0)
-    for (size_t k = 0; k < npages; k++) /* kernels before 5.14 */
-      (void)*(volatile char *)(base + k * page);
-  return 0;
-}
-
 /* Maps here every page of the segment other processes touched. */
 static int shared_pages_map(sc_arena *a) {
   sc_shared_arena *s = sc_shared_of(a);
-  return sc_resident_runs((char *)s->header, s->size, populate, NULL) < 0 ? -1 : 0;
+  return sc_resident_runs((char *)s->header, s->size, sc_populate_run, NULL) < 0 ? -1 : 0;
 }
 
 static int shared_binding_load(sc_arena *a) {

@@ -460,6 +460,26 @@ static void env_defaults(const char *memory) {
   unsetenv("SICM_MPI_INFO");
 }
 
+/* The other rank's puts into a 1 MiB part map its pages into that
+ * process too (a store, on one node): the part still moves whole. */
+static void part_moves_whole(MPI_Win win, long *base, sicm_arena arena) {
+  long mark[1] = {0};
+  MPI_Win_fence(0, win);
+  for (int i = 0; i < (1 << 20) / 4096; i++)
+    MPI_Put(mark, 1, MPI_LONG, 1 - rank, i * 512 + 7, 1, MPI_LONG, win);
+  MPI_Win_fence(0, win);
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)base + page - 1) & ~(page - 1);
+  uintptr_t hi = ((uintptr_t)base + (1 << 20)) & ~(page - 1);
+  sicm_device *to = NULL;
+  for (unsigned i = 0; i < sicm_devices()->count; i++)
+    if (sicm_devices()->devices[i].node == 1 && !sicm_devices()->devices[i].huge)
+      to = &sicm_devices()->devices[i];
+  check(to != NULL && sicm_arena_set_device(arena, to) == 0 &&
+            pages_off((void *)lo, hi - lo, 1) == 0 && base[7] == 0,
+        "a part the other rank put into moves whole with sicm_arena_set_device");
+}
+
 /* sicm_arena=@call in SICM_MPI_INFO_WIN_ALLOCATE: three windows, three
  * arenas, each named by order and size (on `node` when >= 0) and released
  * by MPI_Win_free; SICM_MPI_INFO_WIN_ALLOCATE_SHARED places a node-shared
@@ -497,6 +517,8 @@ static void env_windows(const char *memory, int node) {
                        "named mpi:win#N SIZE, each on the node"
                      : "sicm_arena=@call: three of the MPI library's windows, three arenas named "
                        "mpi:win#N SIZE");
+  if (node >= 0 && wins[0] != MPI_WIN_NULL && arenas[0] != NULL)
+    part_moves_whole(wins[0], bases[0], arenas[0]);
   ok = 1;
   for (int i = 0; i < 3; i++) /* a window failed on every rank or on none */
     ok &= wins[i] != MPI_WIN_NULL && MPI_Win_free(&wins[i]) == MPI_SUCCESS;
