@@ -440,7 +440,8 @@ static void env_defaults(const char *memory) {
         "SICM_MPI_INFO_ALLOC_MEM set empty: MPI_Alloc_mem is the MPI library's again");
   unsetenv("SICM_MPI_INFO_ALLOC_MEM");
   static const char *const bad[] = {"sicm_memroy=hbm", "sicm_memory=hmb", "sicm_memory",
-                                     "mpi_memory_alloc_kinds ;sicm_memory=dram"};
+                                     "mpi_memory_alloc_kinds ;sicm_memory=dram",
+                                     "sicm_memory=dram;sicm_window=shared"};
   int refused = 1;
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     setenv("SICM_MPI_INFO", bad[i], 1);
@@ -449,8 +450,8 @@ static void env_defaults(const char *memory) {
     MPI_Error_class(rc, &cls);
     refused &= cls == MPI_ERR_INFO_VALUE && sicm_arenas_list(NULL, 0) == before;
   }
-  check(refused, "a misspelt key, a bad memory or a key without '=' in SICM_MPI_INFO: "
-                 "MPI_ERR_INFO_VALUE, nothing held");
+  check(refused, "a misspelt key, a bad memory or window, a key without '=' in "
+                 "SICM_MPI_INFO: MPI_ERR_INFO_VALUE, nothing held");
   setenv("SICM_MPI_INFO", " sicm_memory = dram ; sicm_arena = @call ", 1);
   rc = MPI_Alloc_mem(4096, MPI_INFO_NULL, &p);
   check(rc == MPI_SUCCESS && p && sicm_arena_get_name(sicm_arena_lookup(p), name, sizeof name) > 0 &&
@@ -460,13 +461,12 @@ static void env_defaults(const char *memory) {
   unsetenv("SICM_MPI_INFO");
 }
 
-/* The other rank's puts into a 1 MiB part map its pages into that
- * process too (a store, on one node): the part still moves whole. */
+/* The other rank's puts into a 1 MiB part map it there too: it moves whole. */
 static void part_moves_whole(MPI_Win win, long *base, sicm_arena arena) {
-  long mark[1] = {0};
+  const long zero = 0;
   MPI_Win_fence(0, win);
   for (int i = 0; i < (1 << 20) / 4096; i++)
-    MPI_Put(mark, 1, MPI_LONG, 1 - rank, i * 512 + 7, 1, MPI_LONG, win);
+    MPI_Put(&zero, 1, MPI_LONG, 1 - rank, i * 512 + 7, 1, MPI_LONG, win);
   MPI_Win_fence(0, win);
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t lo = ((uintptr_t)base + page - 1) & ~(page - 1);
