@@ -99,8 +99,8 @@ static void window_across(int partner, int hbm) {
   MPI_Info info = info_of("sicm_memory", "hbm", NULL, NULL);
   int rc = MPI_Win_allocate((MPI_Aint)n * sizeof(long), sizeof(long), info, MPI_COMM_WORLD, &base, &win);
   MPI_Info_free(&info);
-  check(rc == MPI_SUCCESS && base && sicm_arena_lookup(base) != NULL,
-        "MPI_Win_allocate(sicm_memory=hbm): arena memory");
+  check(rc == MPI_SUCCESS && base && part_arena(base, (size_t)n * sizeof(long), 1) != NULL,
+        "MPI_Win_allocate(sicm_memory=hbm): the MPI library's window, this rank's part an arena");
   if (rc != MPI_SUCCESS)
     return;
   for (int i = 0; i < n; i++)
