@@ -3,7 +3,9 @@
 # run-in-guest.sh: the `make check` entry for everything that needs several
 # NUMA nodes.  Boots the 4-node HMAT guest once and runs the harness
 # self-test and every NUMA suite inside it (tests/guest/run-numa-suites.sh);
-# then boots the guest without HBM once for the suites that need that machine.
+# then boots the guest without HBM once for the suites that need that machine,
+# and with SECOND_KERNEL set (a kernel series: 6.12), the 4-node guest of
+# that kernel for SECOND_KERNEL_SUITES.
 set -u
 src=${SICM_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${SICM_TOP_BUILDDIR:-$src}
@@ -22,6 +24,12 @@ rc=$?
 if [ -n "${NOHBM_SUITES:-}" ] && [ "$rc" -ne 77 ]; then
   # shellcheck disable=SC2086
   guest nohbm --no-selftest $NOHBM_SUITES
+  rc2=$?
+  [ "$rc" -eq 0 ] && rc=$rc2
+fi
+if [ -n "${SECOND_KERNEL:-}" ] && [ "$rc" -ne 77 ]; then
+  # shellcheck disable=SC2086
+  SICM_GUEST_KERNEL=$SECOND_KERNEL guest hmat4 --no-selftest ${SECOND_KERNEL_SUITES:-}
   rc2=$?
   [ "$rc" -eq 0 ] && rc=$rc2
 fi
