@@ -87,5 +87,10 @@ SICM_MPI_HIDDEN void check_stop(const void *ptr, const char *why);
  * (sicm(7), MPI DEFAULTS). */
 SICM_MPI_HIDDEN void report_block_end(sicm_arena arena, const char *name, const void *base,
                                       size_t bytes);
+/* Calls visit(ctx, node) for each page of [base, base + bytes) that this
+ * process maps, with its node (move_pages(2) asking, in batches); 0, 1
+ * when a visit returned non-zero (the walk stops), or -1 with errno. */
+SICM_MPI_HIDDEN int range_nodes_each(const void *base, size_t bytes,
+                                     int (*visit)(void *ctx, int node), void *ctx);
 
 #endif

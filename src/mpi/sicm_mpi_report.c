@@ -47,10 +47,8 @@ static void append(char *line, size_t *at, size_t room, const char *fmt, ...) {
   *at = n < 0 || (size_t)n >= room - *at ? room : *at + (size_t)n;
 }
 
-/* Adds to resident[n] the bytes of the pages of [base, base + bytes) on
- * node n: a window's part that is a fixed arena holds no block, so the
- * arena's own census would count nothing.  0, or -1 with errno. */
-static int range_residency(const void *base, size_t bytes, size_t *resident) {
+int range_nodes_each(const void *base, size_t bytes, int (*visit)(void *ctx, int node),
+                     void *ctx) {
   enum { BATCH = 256 };
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t at = (uintptr_t)base & ~(page - 1), end = (uintptr_t)base + bytes;
@@ -63,9 +61,17 @@ static int range_residency(const void *base, size_t bytes, size_t *resident) {
     if (syscall(SYS_move_pages, 0, (unsigned long)n, pages, NULL, status, 0) != 0)
       return -1;
     for (unsigned i = 0; i < n; i++)
-      if (status[i] >= 0 && status[i] < REPORT_NODES)
-        resident[status[i]] += page;
+      if (status[i] >= 0 && visit(ctx, status[i]) != 0)
+        return 1;
   }
+  return 0;
+}
+
+/* Counts a page of a window's part that is a fixed arena (which holds no
+ * block, so the arena's own census would count nothing) on its node. */
+static int resident_add(void *ctx, int node) {
+  if (node < REPORT_NODES)
+    ((size_t *)ctx)[node] += (size_t)sysconf(_SC_PAGESIZE);
   return 0;
 }
 
@@ -76,7 +82,7 @@ void report_block_end(sicm_arena arena, const char *name, const void *base, size
   int saved = errno;
   size_t resident[REPORT_NODES] = {0};
   char arena_name[NAME_MAX_LEN] = "", host[64] = "";
-  int census = base != NULL ? range_residency(base, bytes, resident)
+  int census = base != NULL ? range_nodes_each(base, bytes, resident_add, resident)
                             : sicm_arena_residency(arena, resident, REPORT_NODES);
   int census_errno = census != 0 ? errno : 0;
   if (name == NULL)

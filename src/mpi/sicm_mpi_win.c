@@ -46,25 +46,13 @@ static int window_pages_settle(char *first, char *end, const unsigned long *mask
   return 0;
 }
 
+static int node_off_mask(void *mask, int node) { return !mask_has(mask, node); }
+
 /* Whether a page of [first, end) that this process maps is on a node off
  * mask (the pages mbind(MPOL_MF_MOVE) would move); a failing query says
  * yes. */
 static int range_off_mask(char *first, char *end, const unsigned long *mask) {
-  enum { BATCH = 256 };
-  void *pages[BATCH];
-  int status[BATCH];
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  for (char *p = first; p < end; p += BATCH * page) {
-    size_t n = (size_t)(end - p) / page < BATCH ? (size_t)(end - p) / page : BATCH;
-    for (size_t i = 0; i < n; i++)
-      pages[i] = p + i * page;
-    if (move_pages(0, (unsigned long)n, pages, NULL, status, 0) != 0)
-      return 1;
-    for (size_t i = 0; i < n; i++)
-      if (status[i] >= 0 && !mask_has(mask, status[i]))
-        return 1;
-  }
-  return 0;
+  return range_nodes_each(first, (size_t)(end - first), node_off_mask, (void *)mask) != 0;
 }
 
 /* Places this rank's part of a node-shared window on the nodes of devs:
@@ -112,7 +100,7 @@ static int window_place(char *base, MPI_Aint size, sicm_device **devs, int ndevs
 /* This rank's devices for a window whose memory the MPI library makes
  * (*ndevs 0: the MPI library's memory, unplaced); MPI_SUCCESS or the code
  * to raise. */
-static int shared_devices(const hints *h, sicm_device **devs, int *ndevs) {
+static int window_devices(const hints *h, sicm_device **devs, int *ndevs) {
   *ndevs = 0;
   if (!h->placed)
     return MPI_SUCCESS;
@@ -138,7 +126,7 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
   int ndevs = 0, rc = hints_read(info, CALL_WIN_ALLOCATE_SHARED, size, &h);
   if (rc == MPI_SUCCESS)
-    rc = shared_devices(&h, devs, &ndevs);
+    rc = window_devices(&h, devs, &ndevs);
   int mine[2] = {rc != MPI_SUCCESS || h.placed, rc != MPI_SUCCESS}, any[2];
   if (PMPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
     return raise_error_on(comm, MPI_ERR_COMM);
@@ -351,7 +339,7 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
   sicm_device *devs[SICM_ARENA_DEVICES_MAX];
   int ndevs = 0;
   if (rc == MPI_SUCCESS && h.placed && !from_arena)
-    rc = shared_devices(&h, devs, &ndevs);
+    rc = window_devices(&h, devs, &ndevs);
   int mine[3] = {rc != MPI_SUCCESS || h.placed, rc != MPI_SUCCESS, from_arena}, any[3];
   if (PMPI_Allreduce(mine, any, 3, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
     return raise_error_on(comm, MPI_ERR_COMM);
