@@ -98,6 +98,7 @@ typedef struct mover {
   move_job *job;
   sc_page_list heads;   /* SC_MOVE_HEADS: one page per 2 MiB block */
   size_t off_target;    /* counting: resident pages off the target */
+  size_t absent;        /* counting: listed pages with no page behind them */
   char *low, *high;     /* counting: the span of those pages */
   size_t moved;         /* bytes moved in this chunk */
 } mover;
@@ -129,17 +130,27 @@ static int on_target(const move_job *job, int status) {
   return status < 0 || sc_nodemask_has(&job->to->nodes, status);
 }
 
+/* A page that is no longer there (or is the shared zero page): the kernel
+ * may free a huge page's unused subpages while it moves it.  Such a page
+ * did not move, and has nothing left to move. */
+static int page_gone(int status) {
+  return status == -ENOENT || status == -EFAULT;
+}
+
 /* Keeps the entries of l whose page is resident off the target (status
  * holds the pages' nodes) with the node each should go to; returns how
- * many.  Interleaving goes by page in 4 KiB arenas, as the kernel's does,
- * and by 2 MiB in the others: subpages of a huge page sent to different
- * nodes would move the whole huge page each time. */
-static size_t keep_off_target(const move_job *job, sc_page_list *l, size_t n) {
+ * many, and adds the pages gone to *gone.  Interleaving goes by page in
+ * 4 KiB arenas, as the kernel's does, and by 2 MiB in the others:
+ * subpages of a huge page sent to different nodes would move the whole
+ * huge page each time. */
+static size_t keep_off_target(const move_job *job, sc_page_list *l, size_t n, size_t *gone) {
   int interleave = job->to->policy == MPOL_INTERLEAVE;
   uintptr_t unit = job->small_pages ? sc_page_size() : HUGE_PAGE;
   size_t kept = 0;
   for (size_t i = 0; i < n; i++)
-    if (!on_target(job, l->status[i])) {
+    if (page_gone(l->status[i]))
+      ++*gone;
+    else if (!on_target(job, l->status[i])) {
       l->pages[kept] = l->pages[i];
       l->nodes[kept++] = job->nodes[interleave ? ((uintptr_t)l->pages[i] / unit) % job->nnodes : 0];
     }
@@ -148,14 +159,17 @@ static size_t keep_off_target(const move_job *job, sc_page_list *l, size_t n) {
 
 /* After a move_pages call that moved 4 KiB pages, keeps the entries of l
  * whose page is still off the target (status holds where each page is, or
- * why it did not move), with the node each was sent to; returns how many.
- * A page gone meanwhile (ENOENT, EFAULT) has nothing left to move. */
-static size_t keep_unmoved(const move_job *job, sc_page_list *l, size_t n) {
+ * why it did not move), with the node each was sent to; returns how many,
+ * and adds the pages gone meanwhile to *gone. */
+static size_t keep_unmoved(const move_job *job, sc_page_list *l, size_t n, size_t *gone) {
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
     int status = l->status[i];
-    if (status == -ENOENT || status == -EFAULT ||
-        (status >= 0 && sc_nodemask_has(&job->to->nodes, status)))
+    if (page_gone(status)) {
+      ++*gone;
+      continue;
+    }
+    if (status >= 0 && sc_nodemask_has(&job->to->nodes, status))
       continue;
     l->pages[kept] = l->pages[i];
     l->nodes[kept++] = l->nodes[i];
@@ -186,7 +200,9 @@ static int batch_move(sc_page_list *l, void *ctx) {
     job_fail(job, errno);
     return -1;
   }
-  size_t off_target = keep_off_target(job, l, l->n), remaining = off_target;
+  size_t gone = 0;
+  size_t off_target = keep_off_target(job, l, l->n, &gone), remaining = off_target;
+  gone = 0; /* absent before the move: never counted as off the target */
   int page_status = 0, call_error = 0;
   if (remaining > 0 && job->by_heads) {
     heads_move(m, l, remaining);
@@ -194,7 +210,7 @@ static int batch_move(sc_page_list *l, void *ctx) {
       job_fail(job, errno);
       return -1;
     }
-    remaining = keep_off_target(job, l, remaining);
+    remaining = keep_off_target(job, l, remaining, &gone);
   }
   for (unsigned attempt = 0; remaining > 0 && attempt < MOVE_ATTEMPTS; attempt++) {
     if (attempt > 0 && job->to->policy != MPOL_INTERLEAVE) /* a full device: try the others */
@@ -209,7 +225,7 @@ static int batch_move(sc_page_list *l, void *ctx) {
       if (l->status[i] < 0 && l->status[i] != -EBUSY)
         page_status = l->status[i];
     if (job->small_pages) {
-      remaining = keep_unmoved(job, l, remaining);
+      remaining = keep_unmoved(job, l, remaining, &gone);
       continue;
     }
     /* Ask again: a huge page moves whole with its first subpage, and its
@@ -218,13 +234,13 @@ static int batch_move(sc_page_list *l, void *ctx) {
       call_error = errno;
       break;
     }
-    remaining = keep_off_target(job, l, remaining);
+    remaining = keep_off_target(job, l, remaining, &gone);
   }
   if (remaining > 0 && job->strict) {
     __atomic_fetch_add(&job->pages_failed, remaining, __ATOMIC_RELAXED);
     job_fail(job, call_error ? call_error : page_error(page_status ? page_status : -EBUSY));
   }
-  mover_moved(m, (off_target - remaining) * page);
+  mover_moved(m, (off_target - remaining - gone) * page);
   return 0;
 }
 
@@ -236,7 +252,9 @@ static int batch_count(sc_page_list *l, void *ctx) {
     return -1;
   }
   for (size_t i = 0; i < l->n; i++)
-    if (!on_target(m->job, l->status[i])) {
+    if (page_gone(l->status[i]))
+      m->absent++;
+    else if (!on_target(m->job, l->status[i])) {
       char *p = l->pages[i];
       if (m->off_target++ == 0)
         m->low = p;
@@ -261,9 +279,11 @@ static int chunk_list(mover *m, sc_page_list *l, const chunk *c, sc_page_list_fl
   return -1;
 }
 
-/* Resident pages of the chunk off the target (and their span in m). */
+/* Resident pages of the chunk off the target (and their span, and the
+ * listed pages that are absent, in m). */
 static long chunk_count(mover *m, sc_page_list *l, const chunk *c) {
   m->off_target = 0;
+  m->absent = 0;
   return chunk_list(m, l, c, batch_count) == 0 ? (long)m->off_target : -1;
 }
 
@@ -290,6 +310,7 @@ static void chunk_mbind(mover *m, sc_page_list *l, const chunk *c) {
   long off = chunk_count(m, l, c);
   if (off <= 0)
     return;
+  size_t absent_before = m->absent;
   int rc = 0;
   for (char *p = m->low; p < m->high && rc == 0;) {
     char *end = (char *)sc_round_up((uintptr_t)p + 1, MBIND_PIECE);
@@ -301,7 +322,10 @@ static void chunk_mbind(mover *m, sc_page_list *l, const chunk *c) {
   long failed = chunk_count(m, l, c); /* may count pages that fell back meanwhile */
   if (failed < 0)
     return;
-  mover_moved(m, (size_t)(off - (failed < off ? failed : off)) * sc_page_size());
+  /* Pages absent now that were there before went away, not to the target. */
+  long gone = m->absent > absent_before ? (long)(m->absent - absent_before) : 0;
+  long moved = off - failed - gone;
+  mover_moved(m, (size_t)(moved > 0 ? moved : 0) * sc_page_size());
   if (rc == 0) {
     /* mbind passes over a page that other processes map too, without an
      * error even when strict: move_pages tries what is left, and says why
