@@ -293,12 +293,15 @@ SICM_API const char *sicm_rank_by_name(sicm_rank_by by);
 typedef struct sicm_arena_s *sicm_arena;
 
 /* Flags of sicm_arena_create_devices().  Placement: at most one of
- * PREFERRED, INTERLEAVE and FIRST_TOUCH (default: strict binding).  Huge
+ * PREFERRED, INTERLEAVE, WEIGHTED and FIRST_TOUCH (default: strict binding).  Huge
  * pages: at most one of HUGEPAGES and NOHUGEPAGES (default: the system's
  * THP setting). */
 enum sicm_arena_flags {
   SICM_ARENA_PREFERRED = 1u << 0,   /* prefer the devices, fall back elsewhere when full */
-  SICM_ARENA_INTERLEAVE = 1u << 1,  /* interleave pages over the devices, strictly */
+  /* Interleave pages over the devices.  A page whose device is full goes
+   * to another node, as the kernel interleaves; a move puts every page on
+   * the devices. */
+  SICM_ARENA_INTERLEAVE = 1u << 1,
   SICM_ARENA_HUGEPAGES = 1u << 2,   /* ask for transparent huge pages (MADV_HUGEPAGE) */
   SICM_ARENA_NOHUGEPAGES = 1u << 3, /* never transparent huge pages (MADV_NOHUGEPAGE) */
   /* No memory policy of the arena's own (MPOL_DEFAULT): a page goes where
@@ -309,7 +312,36 @@ enum sicm_arena_flags {
    * its capacity is all memory.  Not with the placer's flags, nor in a
    * move (sicm_arena_set_devices()). */
   SICM_ARENA_FIRST_TOUCH = 1u << 6,
+  /* Interleave pages over the devices in proportion to their weights
+   * (sicm_interleave_weights()), so that devices of different bandwidth
+   * serve one array together at their summed bandwidth: the kernel's
+   * MPOL_WEIGHTED_INTERLEAVE (Linux 6.9 and later), with the system's
+   * weights per node, which root sets.  On an older kernel the pages
+   * interleave evenly, as with INTERLEAVE.  A move keeps the proportions:
+   * the kernel places each moved page by the weights.  A page whose
+   * device is full goes elsewhere, as with INTERLEAVE. */
+  SICM_ARENA_WEIGHTED = 1u << 7,
 };
+
+/* The weights a WEIGHTED arena over devs[0..ndevs) interleaves by: of
+ * every sum-of-weights pages, weights[i] are on devs[i].  They are the
+ * system's (/sys/kernel/mm/mempolicy/weighted_interleave/nodeN).  Returns
+ * 0; 1 when this kernel has no weighted interleave, and such an arena
+ * interleaves evenly (every weight is 1); -1 with errno EINVAL (ndevs 0 or
+ * over SICM_ARENA_DEVICES_MAX, a NULL pointer, a device not from
+ * sicm_devices()) or an errno of reading the weights. */
+SICM_API int sicm_interleave_weights(sicm_device *const *devs, unsigned ndevs, unsigned *weights);
+
+/* Weights in proportion to each device's bandwidth (its perf, the mean of
+ * read and write where both are known), in lowest terms, each from 1 to
+ * 255: what an administrator may write to the system's weights of these
+ * devices' nodes (as root, in the files sicm_interleave_weights() reads).
+ * The library itself never writes them: they are the whole system's.
+ * Returns 0, or -1 with
+ * errno EINVAL (as sicm_interleave_weights()) or ENODATA (a device's
+ * bandwidth is unknown). */
+SICM_API int sicm_interleave_weights_from_bandwidth(sicm_device *const *devs, unsigned ndevs,
+                                                     unsigned *weights);
 
 /* Most devices one arena can be bound to. */
 #define SICM_ARENA_DEVICES_MAX 64

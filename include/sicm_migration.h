@@ -75,8 +75,9 @@ typedef struct sicm_migration_report {
 SICM_API int sicm_arena_set_device(sicm_arena sa, sicm_device *dev);
 
 /* As sicm_arena_set_device(), to several devices with the placement flags
- * of sicm_arena_create_devices() (PREFERRED, INTERLEAVE; FIRST_TOUCH,
- * huge-page and placer flags are not allowed here: EINVAL).  A move the program makes,
+ * of sicm_arena_create_devices() (PREFERRED, INTERLEAVE, WEIGHTED; FIRST_TOUCH,
+ * huge-page and placer flags are not allowed here: EINVAL).  A WEIGHTED
+ * move of a hugetlb arena spreads its huge pages evenly.  A move the program makes,
  * with this call or the others of this section, pins the arena against
  * the placer (sicm_arena_set_autoplace()). */
 SICM_API int sicm_arena_set_devices(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,

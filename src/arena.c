@@ -82,12 +82,13 @@ int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
                     unsigned flags, sc_binding *out) {
   const unsigned known = SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE | SICM_ARENA_HUGEPAGES |
                          SICM_ARENA_NOHUGEPAGES | SICM_ARENA_AUTOPLACE | SICM_ARENA_ANYWHERE |
-                         SICM_ARENA_FIRST_TOUCH;
-  const unsigned placement = SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE | SICM_ARENA_FIRST_TOUCH;
+                         SICM_ARENA_FIRST_TOUCH | SICM_ARENA_WEIGHTED;
+  const unsigned placement = SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE | SICM_ARENA_FIRST_TOUCH |
+                             SICM_ARENA_WEIGHTED;
   if (flags & ~known)
     return sc_fail(EINVAL, "unknown arena flags 0x%x", flags & ~known);
   if (__builtin_popcount(flags & placement) > 1)
-    return sc_fail(EINVAL, "PREFERRED, INTERLEAVE and FIRST_TOUCH exclude each other");
+    return sc_fail(EINVAL, "PREFERRED, INTERLEAVE, WEIGHTED and FIRST_TOUCH exclude each other");
   if ((flags & SICM_ARENA_FIRST_TOUCH) && (flags & (SICM_ARENA_AUTOPLACE | SICM_ARENA_ANYWHERE)))
     return sc_fail(EINVAL, "the placer places an arena by binding it; FIRST_TOUCH binds nothing");
   if ((flags & SICM_ARENA_HUGEPAGES) && (flags & SICM_ARENA_NOHUGEPAGES))
@@ -116,6 +117,8 @@ int sc_binding_make(const sc_state *s, sicm_device *const *devs, unsigned ndevs,
     return sc_fail(EINVAL, "a hugetlb arena has huge pages, and the placer moves base pages only");
   if (flags & SICM_ARENA_INTERLEAVE)
     out->policy = MPOL_INTERLEAVE;
+  else if (flags & SICM_ARENA_WEIGHTED)
+    out->policy = sc_weighted_policy(&out->nodes);
   else if (flags & SICM_ARENA_PREFERRED)
     out->policy = ndevs == 1 ? MPOL_PREFERRED : MPOL_PREFERRED_MANY;
   else if (flags & SICM_ARENA_FIRST_TOUCH)

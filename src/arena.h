@@ -11,6 +11,7 @@
 #ifndef SC_ARENA_H
 #define SC_ARENA_H
 
+#include <numaif.h>
 #include <pthread.h>
 
 #include "devices.h"
@@ -39,9 +40,13 @@ typedef struct sc_window {
   int borrowed;                 /* the caller's memory (a fixed arena): never unmapped */
 } sc_window;
 
+#ifndef MPOL_WEIGHTED_INTERLEAVE
+#define MPOL_WEIGHTED_INTERLEAVE 6 /* Linux 6.9; newer than libnuma's numaif.h */
+#endif
+
 /* Where an arena's pages go: the devices and the mbind policy over them. */
 typedef struct sc_binding {
-  int policy;                   /* MPOL_BIND, _PREFERRED(_MANY), _INTERLEAVE or _DEFAULT */
+  int policy;                   /* MPOL_BIND, _PREFERRED(_MANY), _(WEIGHTED_)INTERLEAVE, _DEFAULT */
   sc_nodemask nodes;            /* nodes of the devices (none for MPOL_DEFAULT) */
   unsigned ndevices;
   sicm_device *devices[SICM_ARENA_DEVICES_MAX];
@@ -416,5 +421,13 @@ int sc_mbind_resident(void *addr, size_t len, const sc_binding *b, unsigned move
 int sc_populate_run(void *ctx, char *start, size_t npages);
 /* Resident pages of the windows' used parts, or -1 with errno. */
 long sc_windows_resident_pages(const sc_window *w, unsigned n);
+
+/* The policy of a WEIGHTED binding over nodes (arena_weights.c):
+ * MPOL_WEIGHTED_INTERLEAVE where the kernel has it, else MPOL_INTERLEAVE. */
+int sc_weighted_policy(const sc_nodemask *nodes);
+/* Whether the policy spreads pages over its nodes. */
+static inline int sc_policy_interleaves(int policy) {
+  return policy == MPOL_INTERLEAVE || policy == MPOL_WEIGHTED_INTERLEAVE;
+}
 
 #endif /* SC_ARENA_H */

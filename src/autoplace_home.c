@@ -57,7 +57,8 @@ int sc_autoplace_on_fast(const sc_nodemask *fast, sicm_device *const *devs, int 
  * FIRST_TOUCH arena (MPOL_DEFAULT), which no move keeps, prefers its
  * devices: it may still spill anywhere, as before. */
 static unsigned policy_flags(int policy) {
-  return policy == MPOL_INTERLEAVE ? SICM_ARENA_INTERLEAVE
+  return policy == MPOL_INTERLEAVE            ? SICM_ARENA_INTERLEAVE
+         : policy == MPOL_WEIGHTED_INTERLEAVE ? SICM_ARENA_WEIGHTED
          : policy == MPOL_PREFERRED || policy == MPOL_PREFERRED_MANY || policy == MPOL_DEFAULT
              ? SICM_ARENA_PREFERRED
              : 0;

@@ -193,7 +193,7 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watc
     return -1;
   }
   /* Preferred placement may leave pages elsewhere; only binding is strict. */
-  int strict = to->policy == MPOL_BIND || to->policy == MPOL_INTERLEAVE;
+  int strict = to->policy == MPOL_BIND || sc_policy_interleaves(to->policy);
   int huge = (a->flags & SICM_ARENA_HUGEPAGES) != 0 || a->huge_page != 0;
   sc_binding from = a->binding;
   unsigned n = sc_window_snapshot(a, windows);

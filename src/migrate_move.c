@@ -144,7 +144,7 @@ static int page_gone(int status) {
  * subpages of a huge page sent to different nodes would move the whole
  * huge page each time. */
 static size_t keep_off_target(const move_job *job, sc_page_list *l, size_t n, size_t *gone) {
-  int interleave = job->to->policy == MPOL_INTERLEAVE;
+  int interleave = sc_policy_interleaves(job->to->policy);
   uintptr_t unit = job->small_pages ? sc_page_size() : HUGE_PAGE;
   size_t kept = 0;
   for (size_t i = 0; i < n; i++)
@@ -213,7 +213,7 @@ static int batch_move(sc_page_list *l, void *ctx) {
     remaining = keep_off_target(job, l, remaining, &gone);
   }
   for (unsigned attempt = 0; remaining > 0 && attempt < MOVE_ATTEMPTS; attempt++) {
-    if (attempt > 0 && job->to->policy != MPOL_INTERLEAVE) /* a full device: try the others */
+    if (attempt > 0 && !sc_policy_interleaves(job->to->policy)) /* a full device: the others */
       for (size_t i = 0; i < remaining; i++)
         l->nodes[i] = job->nodes[attempt % job->nnodes];
     if (move_pages(0, remaining, l->pages, l->nodes, l->status, job->move_flag) < 0 &&
@@ -438,6 +438,9 @@ int sc_pages_move(const sc_window *w, unsigned nwindows, const sc_binding *to, i
    * holds the mmap lock for writing: more threads would only wait. */
   job.small_pages = !huge;
   job.by_mbind = huge && job.method == SC_MOVE_MBIND && !to->huge_page;
+  /* Weighted interleave: the kernel places each page mbind moves by the
+   * weights, from its address, as it places a page faulted in there. */
+  job.by_mbind |= to->policy == MPOL_WEIGHTED_INTERLEAVE && !to->huge_page;
   /* A hugetlb page moves whole with its head; mbind of a part of it fails. */
   job.by_heads = huge && (job.method == SC_MOVE_HEADS || to->huge_page);
   /* Pages larger than the movers' chunks: one mover, or two would race for one page. */

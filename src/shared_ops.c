@@ -21,7 +21,7 @@
 int sc_shm_binding_read(const sc_shm_header *h, sc_binding *b) {
   memset(b, 0, sizeof *b);
   b->policy = h->policy;
-  if (b->policy != MPOL_BIND && b->policy != MPOL_PREFERRED && b->policy != MPOL_INTERLEAVE &&
+  if (b->policy != MPOL_BIND && b->policy != MPOL_PREFERRED && !sc_policy_interleaves(b->policy) &&
       b->policy != MPOL_PREFERRED_MANY)
     return sc_shm_damaged("memory policy", (uint64_t)(uint32_t)b->policy);
   for (unsigned i = 0; i < h->nnodes && i < SICM_ARENA_DEVICES_MAX; i++) {

@@ -210,6 +210,53 @@ TEST_F(RecordedHmat4, ConfigOverridesFirmwareAndReordersRanking) {
   EXPECT_EQ((std::vector<int>{0, 1, 3, 2}), Order(SICM_RANK_LATENCY, 0, &source));
 }
 
+// Weights for weighted interleave from bandwidth: tenths of the slowest
+// device's, in lowest terms.
+TEST_F(RecordedHmat4, InterleaveWeightsFollowBandwidthInLowestTerms) {
+  TempFile conf("node 0 bandwidth=1000\nnode 2 bandwidth=1500\nnode 3 bandwidth=400\n");
+  ScopedEnv env("SICM_DEVICES_CONF", conf.path());
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  sicm_device *d0 = sicm_device_of_node(0, 0), *d2 = sicm_device_of_node(2, 0),
+              *d3 = sicm_device_of_node(3, 0);
+  struct {
+    std::vector<sicm_device *> devs;
+    std::vector<unsigned> weights;
+  } cases[] = {
+      {{d0, d2}, {2, 3}},         // 1.5 times as fast
+      {{d0, d3}, {5, 2}},         // 2.5 times
+      {{d2, d3, d0}, {38, 10, 25}},  // 3.75 (to a tenth: 3.8) and 2.5 times
+      {{d2}, {1}},
+  };
+  for (auto &c : cases) {
+    std::vector<unsigned> w(c.devs.size(), 0);
+    ASSERT_EQ(0, sicm_interleave_weights_from_bandwidth(c.devs.data(), (unsigned)c.devs.size(),
+                                                        w.data()))
+        << sicm_error_detail();
+    EXPECT_EQ(c.weights, w);
+  }
+}
+
+// The firmware's bandwidth gives weights in the same proportion, each
+// from 1 to 255.
+TEST_F(RecordedHmat4, InterleaveWeightsFromFirmwareBandwidth) {
+  sicm_test::Initialized init;
+  ASSERT_TRUE(init.ok());
+  sicm_device *devs[] = {sicm_device_of_node(0, 0), sicm_device_of_node(2, 0),
+                         sicm_device_of_node(3, 0)};
+  unsigned w[3];
+  ASSERT_EQ(0, sicm_interleave_weights_from_bandwidth(devs, 3, w)) << sicm_error_detail();
+  auto bw = [](const sicm_device *d) {
+    return (double)(d->perf.read_bandwidth + d->perf.write_bandwidth) / 2;
+  };
+  for (int i = 0; i < 3; i++) {
+    EXPECT_GE(w[i], 1u);
+    EXPECT_LE(w[i], 255u);
+    EXPECT_NEAR((double)w[i] / w[2], bw(devs[i]) / bw(devs[2]), 0.06 * bw(devs[i]) / bw(devs[2]))
+        << "node " << devs[i]->node;
+  }
+}
+
 }  // namespace
 
 // Machines whose firmware gives no memory attributes: hwloc's node subtype
@@ -236,6 +283,11 @@ TEST_P(WithoutMemoryAttributes, KindComesFromTheNodeSubtype) {
   EXPECT_EQ(c.source, d->kind_source) << c.xml << " node " << c.node << ": "
                                       << sicm_source_name(d->kind_source);
   EXPECT_EQ(0u, d->perf.read_bandwidth) << "the file has no bandwidth";
+  sicm_device *devs[] = {sicm_device_of_node(c.node, 0)};
+  unsigned weight;
+  errno = 0;
+  EXPECT_EQ(-1, sicm_interleave_weights_from_bandwidth(devs, 1, &weight));
+  EXPECT_EQ(ENODATA, errno) << "no weight from an unknown bandwidth";
 }
 
 INSTANTIATE_TEST_SUITE_P(

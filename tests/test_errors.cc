@@ -104,6 +104,8 @@ TEST_F(Errors, ArenaCreationAndHandles) {
   sicm_device fake = *dev_;
   sicm_device *twice[] = {dev_, dev_};
   sicm_device *one[] = {dev_};
+  sicm_device *fakes[] = {&fake};
+  unsigned weights[1];
   sicm_device *devs_out[4];
   sicm_arena_stats stats;
   size_t bytes[4];
@@ -126,6 +128,23 @@ TEST_F(Errors, ArenaCreationAndHandles) {
          return sicm_arena_create_devices(0, one, 1, SICM_ARENA_PREFERRED | SICM_ARENA_INTERLEAVE) ==
                 nullptr;
        }},
+      {"sicm_arena_create_devices(INTERLEAVE|WEIGHTED)", EINVAL,
+       [&] {
+         return sicm_arena_create_devices(0, one, 1, SICM_ARENA_INTERLEAVE | SICM_ARENA_WEIGHTED) ==
+                nullptr;
+       }},
+      {"sicm_interleave_weights(NULL devices)", EINVAL,
+       [&] { return sicm_interleave_weights(nullptr, 1, weights) == -1; }},
+      {"sicm_interleave_weights(0 devices)", EINVAL,
+       [&] { return sicm_interleave_weights(one, 0, weights) == -1; }},
+      {"sicm_interleave_weights(NULL weights)", EINVAL,
+       [&] { return sicm_interleave_weights(one, 1, nullptr) == -1; }},
+      {"sicm_interleave_weights(copied device)", EINVAL,
+       [&] { return sicm_interleave_weights(fakes, 1, weights) == -1; }},
+      {"sicm_interleave_weights_from_bandwidth(too many)", EINVAL,
+       [&] { return sicm_interleave_weights_from_bandwidth(one, SICM_ARENA_DEVICES_MAX + 1, weights) == -1; }},
+      {"sicm_interleave_weights_from_bandwidth(copied device)", EINVAL,
+       [&] { return sicm_interleave_weights_from_bandwidth(fakes, 1, weights) == -1; }},
       {"sicm_arena_create_devices(HUGEPAGES|NOHUGEPAGES)", EINVAL,
        [&] {
          return sicm_arena_create_devices(0, one, 1,
