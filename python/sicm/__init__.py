@@ -39,7 +39,7 @@ from . import _sicm
 from ._sicm import Arena, Device, SiteArenas
 
 __all__ = ["Arena", "Device", "SiteArenas", "Placer", "autoplace", "best", "device", "devices",
-           "site_arenas", "where"]
+           "interleave_weights", "site_arenas", "where"]
 __version__ = "0.1.0"
 
 _RANK = {"bandwidth": _sicm.RANK_BANDWIDTH, "latency": _sicm.RANK_LATENCY,
@@ -78,6 +78,20 @@ def best(by="bandwidth", initiator=None):
     if by not in _RANK:
         raise ValueError("by must be one of %s, not %r" % (", ".join(sorted(_RANK)), by))
     return _sicm.best(_RANK[by], -1 if initiator is None else initiator)
+
+
+def interleave_weights(devices, from_bandwidth=False):
+    """interleave_weights(devices, from_bandwidth=False) -> list of int
+
+    The weights an ``Arena(devices, placement="weighted")`` spreads its
+    pages by: of every sum-of-weights pages, weights[i] are on devices[i].
+    They are the system's, which root sets in
+    /sys/kernel/mm/mempolicy/weighted_interleave (all 1 on Linux before
+    6.9, where such an arena interleaves evenly).  With from_bandwidth,
+    weights in proportion to the devices' bandwidth instead, what an
+    administrator may write there; OSError ENODATA when a device's
+    bandwidth is unknown."""
+    return _sicm.interleave_weights(devices, bool(from_bandwidth))
 
 
 def where(array):

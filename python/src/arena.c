@@ -59,14 +59,16 @@ static int arena_open(ArenaObject *self) {
   return -1;
 }
 
-ArenaObject *sicm_py_arena_new(sicm_device *dev, size_t maxsize, const char *name) {
+ArenaObject *sicm_py_arena_new(sicm_device *const *devs, unsigned ndevs, unsigned placement,
+                               size_t maxsize, const char *name) {
   ArenaObject *a = (ArenaObject *)sicm_py_ArenaType.tp_alloc(&sicm_py_ArenaType, 0);
   if (!a)
     return NULL;
-  a->arena = sicm_arena_create(maxsize, dev);
+  a->placement = placement;
+  a->arena = sicm_arena_create_devices(maxsize, devs, ndevs, placement);
   if (!a->arena) {
     Py_DECREF(a);
-    return (ArenaObject *)sicm_py_oserror("sicm_arena_create");
+    return (ArenaObject *)sicm_py_oserror("sicm_arena_create_devices");
   }
   if (name && sicm_arena_set_name(a->arena, name) != 0) {
     Py_DECREF(a);
@@ -77,22 +79,43 @@ ArenaObject *sicm_py_arena_new(sicm_device *dev, size_t maxsize, const char *nam
   return a;
 }
 
+/* The placement flags a placement name stands for; 0 with ValueError set
+ * for an unknown name ("bind" is 0 too, and sets nothing). */
+static int placement_arg(const char *text, unsigned *flags) {
+  static const struct {
+    const char *name;
+    unsigned flags;
+  } names[] = {{"bind", 0},
+               {"interleave", SICM_ARENA_INTERLEAVE},
+               {"weighted", SICM_ARENA_WEIGHTED},
+               {"preferred", SICM_ARENA_PREFERRED}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(text, names[i].name) == 0) {
+      *flags = names[i].flags;
+      return 0;
+    }
+  PyErr_Format(PyExc_ValueError, "placement must be 'bind', 'interleave', 'weighted' or 'preferred', not '%s'",
+               text);
+  return -1;
+}
+
 static PyObject *arena_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   (void)type;
-  static char *names[] = {"device", "maxsize", "name", NULL};
+  static char *names[] = {"device", "maxsize", "name", "placement", NULL};
   PyObject *device;
   Py_ssize_t maxsize = 0;
-  const char *name = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|nz:Arena", names, &device, &maxsize, &name))
+  const char *name = NULL, *placement = "bind";
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|nzs:Arena", names, &device, &maxsize, &name, &placement))
     return NULL;
-  sicm_device *dev = sicm_py_device_arg(device, "device");
-  if (!dev)
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  unsigned ndevs = sicm_py_devices_arg(device, "device", devs), flags;
+  if (ndevs == 0 || placement_arg(placement, &flags) != 0)
     return NULL;
   if (maxsize < 0) {
     PyErr_SetString(PyExc_ValueError, "maxsize must not be negative (0: unlimited)");
     return NULL;
   }
-  return (PyObject *)sicm_py_arena_new(dev, (size_t)maxsize, name);
+  return (PyObject *)sicm_py_arena_new(devs, ndevs, flags, (size_t)maxsize, name);
 }
 
 static void arena_dealloc(ArenaObject *self) {
@@ -129,16 +152,23 @@ static PyObject *arena_close(ArenaObject *self, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
-static PyObject *arena_move(ArenaObject *self, PyObject *device) {
-  sicm_device *dev = sicm_py_device_arg(device, "device");
-  if (!dev || arena_open(self) != 0)
+static PyObject *arena_move(ArenaObject *self, PyObject *args, PyObject *kw) {
+  static char *names[] = {"device", "placement", NULL};
+  PyObject *device;
+  const char *placement = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|z:move", names, &device, &placement))
+    return NULL;
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  unsigned ndevs = sicm_py_devices_arg(device, "device", devs), flags = self->placement;
+  if (ndevs == 0 || (placement && placement_arg(placement, &flags) != 0) || arena_open(self) != 0)
     return NULL;
   int rc;
   Py_BEGIN_ALLOW_THREADS;
-  rc = sicm_arena_set_device(self->arena, dev);
+  rc = sicm_arena_set_devices(self->arena, devs, ndevs, flags);
   Py_END_ALLOW_THREADS;
   if (rc != 0)
-    return sicm_py_oserror("sicm_arena_set_device");
+    return sicm_py_oserror("sicm_arena_set_devices");
+  self->placement = flags;
   Py_RETURN_NONE;
 }
 
@@ -231,10 +261,11 @@ static PyMethodDef arena_methods[] = {
      "close()\n\nDestroy the arena now.  OSError EBUSY while an array of it lives or a context still "
      "allocates from it; closing a closed arena does nothing.  Without close(), the arena is destroyed "
      "when the last reference to it goes (arrays hold one)."},
-    {"move", (PyCFunction)arena_move, METH_O,
-     "move(device)\n\nMove every page of the arena to `device` and bind it there; every array stays "
-     "where it is in the address space.  OSError with the library's errno on failure (the arena stays "
-     "where it was)."},
+    {"move", (PyCFunction)(void (*)(void))arena_move, METH_VARARGS | METH_KEYWORDS,
+     "move(device, placement=None)\n\nMove every page of the arena to `device` (a Device, or a "
+     "sequence of them) and place it there as `placement` says (None: as the arena was placed so far; "
+     "see Arena); every array stays where it is in the address space.  OSError with the library's errno "
+     "on failure (the arena stays where it was)."},
     {"residency", (PyCFunction)arena_residency, METH_NOARGS,
      "residency() -> {node: bytes}\n\nBytes of the arena's resident pages per NUMA node."},
     {"stats", (PyCFunction)arena_stats, METH_NOARGS,
@@ -256,8 +287,12 @@ PyTypeObject sicm_py_ArenaType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sicm.Arena",
     .tp_basicsize = sizeof(ArenaObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Arena(device, maxsize=0, name=None)\n\n"
-              "An arena of libsicm bound to `device` (strictly: every page on it), holding at most "
+    .tp_doc = "Arena(device, maxsize=0, name=None, placement='bind')\n\n"
+              "An arena of libsicm bound to `device` (strictly: every page on it), or to a sequence "
+              "of devices placed as `placement` says: 'bind' (every page on one of them), "
+              "'interleave' (pages spread evenly), 'weighted' (spread in proportion to the "
+              "system's weights, interleave_weights(); evenly on Linux before 6.9) or "
+              "'preferred' (on them while they have room), holding at most "
               "`maxsize` bytes (0: no bound).  In `with arena:`, every numpy array created in the "
               "current context (thread, asyncio task) puts its data in the arena; an array keeps "
               "the arena alive, and frees its data there whenever it dies.",

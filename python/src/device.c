@@ -33,6 +33,34 @@ sicm_device *sicm_py_device_arg(PyObject *obj, const char *what) {
   return ((DeviceObject *)obj)->dev;
 }
 
+unsigned sicm_py_devices_arg(PyObject *obj, const char *what, sicm_device **out) {
+  if (PyObject_TypeCheck(obj, &sicm_py_DeviceType)) {
+    out[0] = ((DeviceObject *)obj)->dev;
+    return 1;
+  }
+  PyObject *seq = PySequence_Check(obj) ? PySequence_Fast(obj, what) : NULL;
+  if (!seq) {
+    PyErr_Format(PyExc_TypeError, "%s must be a sicm.Device or a sequence of them, not %.100s", what,
+                 Py_TYPE(obj)->tp_name);
+    return 0;
+  }
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  if (n < 1 || n > SICM_ARENA_DEVICES_MAX) {
+    PyErr_Format(PyExc_ValueError, "%s: 1 to %d devices, not %zd", what, SICM_ARENA_DEVICES_MAX, n);
+    Py_DECREF(seq);
+    return 0;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    out[i] = sicm_py_device_arg(PySequence_Fast_GET_ITEM(seq, i), what);
+    if (!out[i]) {
+      Py_DECREF(seq);
+      return 0;
+    }
+  }
+  Py_DECREF(seq);
+  return (unsigned)n;
+}
+
 static PyObject *device_get(DeviceObject *self, void *field) {
   const sicm_device *d = self->dev;
   const char *f = field;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* module.c: the module sicm._sicm — library start-up, its types'
- * registration, device discovery and ranking, page residency of any address range, and
- * the automatic placer's start and stop.  The Python layer (sicm/__init__.py)
+ * registration, device discovery and ranking, page residency of any address range,
+ * weighted interleave's weights, and the automatic placer's start and stop.  The Python layer (sicm/__init__.py)
  * gives these their documented names. */
 #define SICM_PY_MODULE_C
 #include "sicm_py.h"
@@ -137,6 +137,36 @@ static PyObject *py_autoplace_start(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* ---- weighted interleave ---- */
+
+static PyObject *py_interleave_weights(PyObject *m, PyObject *args) {
+  (void)m;
+  PyObject *devices;
+  int from_bandwidth = 0;
+  if (!PyArg_ParseTuple(args, "O|p:interleave_weights", &devices, &from_bandwidth))
+    return NULL;
+  sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+  unsigned weights[SICM_ARENA_DEVICES_MAX];
+  unsigned n = sicm_py_devices_arg(devices, "devices", devs);
+  if (n == 0)
+    return NULL;
+  int rc = from_bandwidth ? sicm_interleave_weights_from_bandwidth(devs, n, weights)
+                          : sicm_interleave_weights(devs, n, weights);
+  if (rc < 0)
+    return sicm_py_oserror(from_bandwidth ? "sicm_interleave_weights_from_bandwidth"
+                                          : "sicm_interleave_weights");
+  PyObject *out = PyList_New(n);
+  for (unsigned i = 0; out && i < n; i++) {
+    PyObject *w = PyLong_FromUnsignedLong(weights[i]);
+    if (!w) {
+      Py_CLEAR(out);
+      break;
+    }
+    PyList_SET_ITEM(out, i, w);
+  }
+  return out;
+}
+
 static PyObject *py_autoplace_stop(PyObject *m, PyObject *unused) {
   (void)m, (void)unused;
   int rc;
@@ -155,6 +185,7 @@ static PyMethodDef module_methods[] = {
     {"pages", py_pages, METH_VARARGS, NULL},
     {"autoplace_start", py_autoplace_start, METH_VARARGS, NULL},
     {"autoplace_stop", py_autoplace_stop, METH_NOARGS, NULL},
+    {"interleave_weights", py_interleave_weights, METH_VARARGS, NULL},
     {"handler_pop", sicm_py_exit, METH_VARARGS, NULL},
     {NULL}};
 

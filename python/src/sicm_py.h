@@ -37,6 +37,7 @@ typedef struct {
   atomic_long handlers; /* live handler capsules naming it */
   PyObject *owner;
   PyObject *weakrefs;
+  unsigned placement; /* the placement flags it was made with, which moves keep */
 } ArenaObject;
 
 extern PyTypeObject sicm_py_DeviceType;
@@ -50,9 +51,14 @@ PyObject *sicm_py_oserror(const char *what);
 PyObject *sicm_py_device_new(sicm_device *dev);
 /* The device behind a Device argument, or NULL with TypeError set. */
 sicm_device *sicm_py_device_arg(PyObject *obj, const char *what);
+/* The devices of a Device or a sequence of them, into out (room for
+ * SICM_ARENA_DEVICES_MAX); their count, or 0 with TypeError or ValueError set. */
+unsigned sicm_py_devices_arg(PyObject *obj, const char *what, sicm_device **out);
 /* ---- arena.c ---- */
-/* A new arena object on `dev` (reference), or NULL with the error set. */
-ArenaObject *sicm_py_arena_new(sicm_device *dev, size_t maxsize, const char *name);
+/* A new arena object on devs with the placement flags (reference), or
+ * NULL with the error set. */
+ArenaObject *sicm_py_arena_new(sicm_device *const *devs, unsigned ndevs, unsigned placement,
+                               size_t maxsize, const char *name);
 
 /* ---- handler.c ---- */
 /* NEP 49: install `capsule` as numpy's handler of the current context,

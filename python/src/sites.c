@@ -115,7 +115,7 @@ static void site_name(PyCodeObject *code, int line, char *out, size_t size) {
 static ArenaObject *site_make(SitesObject *s, PyCodeObject *code, int line) {
   char name[SICM_ARENA_NAME_MAX];
   site_name(code, line, name, sizeof name);
-  ArenaObject *a = sicm_py_arena_new(s->dev, 0, name);
+  ArenaObject *a = sicm_py_arena_new(&s->dev, 1, 0, 0, name);
   if (!a)
     return NULL;
   a->owner = (PyObject *)s; /* borrowed: the SiteArenas outlives its arenas' use */

@@ -5,6 +5,9 @@ on node 2, capacity memory on node 3).  Residency is what move_pages(2)
 reports (sicm.where):
   - arrays of 64 B to 16 MiB made in `with sicm.Arena(hbm)` are on HBM;
   - arena.move(dram) puts every page of them on node 1, data intact;
+  - an Arena([dram0, hbm], placement="weighted") spreads its pages by the
+    system's weights (3:1 set here where the kernel has weighted
+    interleave, 6.9 and later; evenly before), and a move keeps them;
   - with sicm.autoplace(sites=True) and a budget that fits one line's
     arrays, a script with a hot line and a cold line ends with the hot
     line's arrays on HBM and the cold line's off it."""
@@ -50,6 +53,46 @@ for a in arrays:
     check("%d-byte array moved to node %d" % (a.nbytes, dram.node), ok, pages)
 check("data intact after the move", [a.sum() for a in arrays] == sums)
 check("the arena is bound to node 1 now", arena.device == dram, arena.device)
+
+# Weighted interleave: 3:1 where the kernel has it (root sets the weights).
+weights_dir = "/sys/kernel/mm/mempolicy/weighted_interleave/"
+nodes = (0, hbm.node, dram.node, 3)
+saved = {}
+try:
+    for node, weight in zip(nodes, (3, 1, 3, 1)):
+        with open(weights_dir + "node%d" % node) as f:
+            saved[node] = f.read().strip()
+        with open(weights_dir + "node%d" % node, "w") as f:
+            f.write(str(weight))
+except OSError:
+    pass  # no weighted interleave here (Linux 6.1): the arena spreads evenly
+try:
+    pair = [sicm.device(0), hbm]
+    weights = sicm.interleave_weights(pair)
+    check("the weights are the system's", weights == ([3, 1] if saved else [1, 1]), weights)
+    share = weights[0] / sum(weights)
+    spread = sicm.Arena(pair, placement="weighted", name="py-weighted")
+    with spread:
+        big = np.arange((64 << 20) // 8, dtype=np.float64)
+    total = big.sum()
+
+    def shares(array, fast, slow):
+        pages = sicm.where(array)
+        n = sum(pages.values())
+        return pages.get(fast, 0) / n, pages.get(slow, 0) / n, pages
+
+    first, second, pages = shares(big, 0, hbm.node)
+    check("weighted: %.0f%% on node 0, the rest on HBM" % (100 * share),
+          abs(first - share) <= 0.02 and abs(second - (1 - share)) <= 0.02, pages)
+    spread.move([dram, sicm.device(3)])
+    first, second, pages = shares(big, dram.node, 3)
+    check("a move keeps the weights (nodes %d and 3)" % dram.node,
+          abs(first - share) <= 0.02 and abs(second - (1 - share)) <= 0.02, pages)
+    check("data intact after the weighted move", big.sum() == total)
+finally:
+    for node, weight in saved.items():
+        with open(weights_dir + "node%d" % node, "w") as f:
+            f.write(weight)
 
 # Per-line arenas under the placer: two lines make 32 MiB each, the budget
 # fits one, only the first is read.

@@ -60,9 +60,22 @@ def test_bad_input_raises_never_crashes(dev):
         sicm.best("fastest")
     with pytest.raises(TypeError):
         sicm.where([1, 2, 3])
+    for devices in ([], [dev] * 65):
+        with pytest.raises(ValueError):
+            sicm.Arena(devices)
+    with pytest.raises(TypeError):
+        sicm.Arena([dev, "dram"])
+    with pytest.raises(ValueError, match="placement"):
+        sicm.Arena(dev, placement="spread")
+    with pytest.raises(OSError):
+        sicm.Arena([dev, dev])  # a device twice: the library's EINVAL
+    with pytest.raises(ValueError):
+        sicm.interleave_weights([])
     a = sicm.Arena(dev)
     with pytest.raises(TypeError):
         a.move(0)
+    with pytest.raises(ValueError, match="placement"):
+        a.move(dev, placement="spread")
     with pytest.raises(RuntimeError):
         a.__exit__(None, None, None)  # never entered here
     with pytest.raises(ValueError):
@@ -84,6 +97,19 @@ def test_bad_input_raises_never_crashes(dev):
     for kw in (dict(budget=1.5), dict(interval=[1]), dict(half_life=True), dict(fast=[dev, "hbm"])):
         with pytest.raises(TypeError):
             sicm.autoplace(**kw)
+
+
+def test_placements_over_devices_and_their_weights(dev):
+    weights = sicm.interleave_weights([dev])
+    assert len(weights) == 1 and 1 <= weights[0] <= 255
+    for placement in ("bind", "interleave", "weighted", "preferred"):
+        a = sicm.Arena([dev], placement=placement, name=placement)
+        with a:
+            x = np.arange(1 << 16, dtype=np.float64)
+        assert set(sicm.where(x)) == {dev.node}
+        a.move(dev)  # keeps the placement it was made with
+        a.move([dev], placement="bind")
+        assert x.sum() == (1 << 16) * ((1 << 16) - 1) / 2
 
 
 def test_arrays_made_in_the_context_live_in_the_arena(dev):
