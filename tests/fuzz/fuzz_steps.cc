@@ -33,6 +33,14 @@ const unsigned kWeights[KINDS] = {6, 3, 24, 5, 5, 10, 18, 4, 2, 4, 1, 4, 1, 1, 1
 constexpr size_t kArenasMax = 24;
 unsigned shm_count;
 
+// Half the interleaved arenas, and some moves, are WEIGHTED, drawn from a
+// field the operation already has, so that a seed's operations stay what
+// they were before WEIGHTED.  FUZZ_NO_WEIGHTED=1 leaves them out.
+bool WithWeighted() {
+  static const bool on = getenv("FUZZ_NO_WEIGHTED") == nullptr;
+  return on;
+}
+
 // ---- arenas ----
 void Create(const Op &op) {
   if (arenas.size() >= kArenasMax) return;
@@ -57,7 +65,8 @@ void Create(const Op &op) {
       static const unsigned placements[] = {0, SICM_ARENA_PREFERRED, SICM_ARENA_INTERLEAVE,
                                             SICM_ARENA_FIRST_TOUCH};
       unsigned flags = placements[op.c % 4];
-      m.strict = flags == 0 || flags == SICM_ARENA_INTERLEAVE;
+      if (flags == SICM_ARENA_INTERLEAVE && op.b % 2 && WithWeighted()) flags = SICM_ARENA_WEIGHTED;
+      m.strict = flags == 0 || flags == SICM_ARENA_INTERLEAVE || flags == SICM_ARENA_WEIGHTED;
       m.h = sicm_arena_create_devices(0, m.devs.data(), n, flags);
       m.history = " flags " + std::to_string(flags);
       break;
@@ -125,7 +134,9 @@ void Move(const Op &op, bool async) {
     unsigned n = 1 + op.c % (base_devs.size() < 2 ? base_devs.size() : 2);
     for (unsigned i = 0; i < n; i++) to.push_back(BaseDev(op.b + i));
   }
-  unsigned flags = op.c % 4 == 3 ? SICM_ARENA_PREFERRED : 0;
+  unsigned flags = op.c % 4 == 3                           ? SICM_ARENA_PREFERRED
+                   : op.c % 4 == 1 && op.b % 2 && WithWeighted() ? SICM_ARENA_WEIGHTED
+                                                                 : 0;
   int rc, err;
   if (async) {
     sicm_migration *m = sicm_arena_set_devices_async(a.h, to.data(), (unsigned)to.size(), flags);
@@ -144,7 +155,9 @@ void Move(const Op &op, bool async) {
   a.history += "; step " + std::to_string(step_index) + (async ? " move_async" : " move") + " to";
   for (sicm_device *d : to) a.history += " " + std::to_string(d->node);
   a.history += " flags " + std::to_string(flags) + ": " + (rc == 0 ? "done" : strerror(err));
-  if (rc == 0) a.devs = to, a.strict = flags == 0;
+  // The kernel interleaves a page whose node has no free huge page onto
+  // another node: a hugetlb arena interleaved is not strictly bound.
+  if (rc == 0) a.devs = to, a.strict = flags == 0 || (flags == SICM_ARENA_WEIGHTED && a.kind != K_HUGETLB);
   CheckArena(a);
   for (const BlockM &b : blocks)
     if (b.h == a.h) CheckBlock(b);
