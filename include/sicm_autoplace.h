@@ -157,6 +157,21 @@ SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *t
  * The same placer starts without code change from the environment
  * variable SICM_AUTOPLACE, read by the first sicm_init() (sicm(7)).
  *
+ * Beside the kernel's own tiering: NUMA balancing (kernel.numa_balancing,
+ * 1 or the tiering mode 2) moves only pages with no binding of their own:
+ * a bound arena's pages stay where they are (tests/numa/numa_coexist), and
+ * a FIRST_TOUCH arena's pages, which have none, it may move.  Demotion
+ * (/sys/kernel/mm/numa/demotion_enabled) overrides bindings: when a node
+ * fills, reclaim moves its coldest pages, a bound arena's too, to the next
+ * lower tier (BENCHMARKS.md, "Beside the kernel's tiering").  Such pages
+ * are off the arena's devices (sicm_arena_residency()) until the arena
+ * moves again; the placer counts them where they are.  When to use which:
+ * the kernel's promotion toward the CPU that touches a page, for data no
+ * arena holds, on machines with several tiers; the placer for arenas, and
+ * for memory-only fast nodes (HBM) that NUMA balancing never promotes to,
+ * since it promotes toward the accessing CPU's node.  DAMON's schemes were
+ * not measured beside the placer.
+ *
  * Returns 0, or -1 with errno (nothing started, nothing moved):
  *   EINVAL  c NULL; a device not from sicm_devices(), of huge pages or
  *           listed twice; interval_ms below 10; half_life 0; unknown
