@@ -55,6 +55,18 @@ void ReadAll(const char *p) {
 
 const char kBalancing[] = "/proc/sys/kernel/numa_balancing";
 
+#if defined(__SANITIZE_ADDRESS__)
+const bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+const bool kAddressSanitizer = true;
+#else
+const bool kAddressSanitizer = false;
+#endif
+#else
+const bool kAddressSanitizer = false;
+#endif
+
 // Memory tiers the kernel made of the nodes: tiering mode promotes from a
 // lower one only (Linux 6.1 puts the guest's nodes in one tier).
 int MemoryTiers() {
@@ -73,6 +85,10 @@ class Coexist : public ::testing::Test {
     saved_ = ReadFile(kBalancing);
     if (saved_.empty()) GTEST_SKIP() << "no NUMA balancing in this kernel";
     if (MemoryTiers() < 2) GTEST_SKIP() << "one memory tier: tiering mode promotes nothing";
+    // NUMA balancing scans a few GiB of address space per period, in
+    // address order: AddressSanitizer's shadow, terabytes of it, keeps the
+    // scanner from the test's pages for minutes.
+    if (kAddressSanitizer) GTEST_SKIP() << "AddressSanitizer's shadow starves the balancing scanner";
     ASSERT_TRUE(WriteFile(kBalancing, "2")) << "tiering mode needs root";
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
