@@ -33,7 +33,7 @@ if [ -n "${SECOND_KERNEL:-}" ] && [ "$rc" -ne 77 ]; then
   rc2=$?
   # A missing second kernel does not turn the first kernel's pass into a skip.
   if [ "$rc2" -eq 77 ]; then
-    echo "run-in-guest: no $SECOND_KERNEL kernel (tools/setup-debian installs it): its suites did not run"
+    echo "run-in-guest: no $SECOND_KERNEL kernel (tools/setup-debian unpacks it): its suites did not run"
     [ "${SICM_GUEST_REQUIRED:-0}" = 1 ] && rc2=1 || rc2=0
   fi
   [ "$rc" -eq 0 ] && rc=$rc2
