@@ -21,23 +21,10 @@
 namespace {
 
 using sicm_test::PagesNotOn;
+using sicm_test::ReadSetting;
+using sicm_test::WriteSetting;
 
 const size_t kBytes = 16u << 20;
-
-std::string ReadFile(const char *path) {
-  char text[32] = "";
-  int fd = open(path, O_RDONLY);
-  ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-  if (fd >= 0) close(fd);
-  return n > 0 ? std::string(text, (size_t)n) : "";
-}
-
-bool WriteFile(const char *path, const std::string &text) {
-  int fd = open(path, O_WRONLY);
-  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == (ssize_t)text.size();
-  if (fd >= 0) close(fd);
-  return ok;
-}
 
 double Now() {
   timespec t;
@@ -82,14 +69,14 @@ class Coexist : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(init_.ok());
-    saved_ = ReadFile(kBalancing);
+    saved_ = ReadSetting(kBalancing);
     if (saved_.empty()) GTEST_SKIP() << "no NUMA balancing in this kernel";
     if (MemoryTiers() < 2) GTEST_SKIP() << "one memory tier: tiering mode promotes nothing";
     // NUMA balancing scans a few GiB of address space per period, in
     // address order: AddressSanitizer's shadow, terabytes of it, keeps the
     // scanner from the test's pages for minutes.
     if (kAddressSanitizer) GTEST_SKIP() << "AddressSanitizer's shadow starves the balancing scanner";
-    ASSERT_TRUE(WriteFile(kBalancing, "2")) << "tiering mode needs root";
+    ASSERT_TRUE(WriteSetting(kBalancing, "2")) << "tiering mode needs root";
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
     CPU_SET(0, &cpus);  // node 0's CPU: above the capacity node 3
@@ -97,7 +84,7 @@ class Coexist : public ::testing::Test {
     ASSERT_EQ(0, sched_setaffinity(0, sizeof cpus, &cpus));
   }
   void TearDown() override {
-    if (!saved_.empty()) WriteFile(kBalancing, saved_);
+    if (!saved_.empty()) WriteSetting(kBalancing, saved_);
     sched_setaffinity(0, sizeof old_cpus_, &old_cpus_);
   }
   sicm_test::Initialized init_;

@@ -5,6 +5,7 @@
 #define NUMA_TEST_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <numaif.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <string>
 #include <vector>
 
 #include "../sicm_test.h"
@@ -80,6 +82,23 @@ inline long long ProcessBytesOn(int node) {
   }
   fclose(f);
   return total;
+}
+
+// A kernel setting of /proc/sys or /sys: its text ("" when it cannot be
+// read), and writing one (root, as in the guest); true when written whole.
+inline std::string ReadSetting(const std::string &path) {
+  char text[32] = "";
+  int fd = open(path.c_str(), O_RDONLY);
+  ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+  if (fd >= 0) close(fd);
+  return n > 0 ? std::string(text, (size_t)n) : "";
+}
+
+inline bool WriteSetting(const std::string &path, const std::string &text) {
+  int fd = open(path.c_str(), O_WRONLY);
+  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == (ssize_t)text.size();
+  if (fd >= 0) close(fd);
+  return ok;
 }
 
 }  // namespace sicm_test

@@ -41,19 +41,11 @@ bool KernelHasWeightedInterleave() {
 
 // The system's weight of a node, and setting it (root, as in the guest).
 unsigned ReadWeight(int node) {
-  char text[16] = "";
-  int fd = open(WeightPath(node).c_str(), O_RDONLY);
-  ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-  if (fd >= 0) close(fd);
-  return n > 0 ? (unsigned)atoi(text) : 0;
+  return (unsigned)atoi(sicm_test::ReadSetting(WeightPath(node)).c_str());
 }
 
 bool WriteWeight(int node, unsigned weight) {
-  std::string text = std::to_string(weight);
-  int fd = open(WeightPath(node).c_str(), O_WRONLY);
-  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == (ssize_t)text.size();
-  if (fd >= 0) close(fd);
-  return ok;
+  return sicm_test::WriteSetting(WeightPath(node), std::to_string(weight));
 }
 
 class Weighted : public ::testing::Test {
