@@ -200,9 +200,8 @@ static int batch_move(sc_page_list *l, void *ctx) {
     job_fail(job, errno);
     return -1;
   }
-  size_t gone = 0;
-  size_t off_target = keep_off_target(job, l, l->n, &gone), remaining = off_target;
-  gone = 0; /* absent before the move: never counted as off the target */
+  size_t absent = 0, gone = 0; /* absent before the move, and gone during it */
+  size_t off_target = keep_off_target(job, l, l->n, &absent), remaining = off_target;
   int page_status = 0, call_error = 0;
   if (remaining > 0 && job->by_heads) {
     heads_move(m, l, remaining);
