@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* arena_window.c: address windows.  A private arena owns large NORESERVE
  * reservations (PROT_NONE under strict overcommit; hugetlb mappings in a
- * hugetlb arena), bound once to the arena's nodes; jemalloc's extents are
+ * hugetlb arena), side by side low in the address space where it can,
+ * bound once to the arena's nodes; jemalloc's extents are
  * carved from their bottom (and opened with mprotect when PROT_NONE), so
  * every piece inherits the binding, and the pages of the arena are always
  * a few known ranges (what migration moves).  A shared arena adopts its
@@ -302,6 +303,55 @@ static int window_map_huge(const sc_arena *a, char *base, size_t size, sc_window
   return 0;
 }
 
+/* Where windows go first: a region low in the address space, above
+ * AddressSanitizer's shadow and below where the kernel puts programs,
+ * libraries and its own choice of mappings, filled from a point chosen
+ * per process.  /proc/self/smaps lists mappings by address, so the
+ * placer's monitor stops reading past the last window and the rest of the
+ * process, however large, costs it nothing (autoplace_monitor.c).  Where
+ * the region is taken (by anything: MAP_FIXED_NOREPLACE never replaces a
+ * mapping) or refused, as under ThreadSanitizer, the kernel picks. */
+#define REGION_FIRST_CHUNK ((uintptr_t)0x100400000000 >> SC_CHUNK_SHIFT)
+#define REGION_END_CHUNK ((uintptr_t)0x540000000000 >> SC_CHUNK_SHIFT)
+#define REGION_SPREAD_CHUNKS 1024 /* the start varies over this many */
+#define REGION_TRIES 16           /* mappings of others met before giving up */
+
+static uintptr_t region_start;
+static pthread_once_t region_once = PTHREAD_ONCE_INIT;
+
+/* The start varies with the stack's randomized address, so arenas do not
+ * land at one address in every process. */
+static void region_choose(void) {
+  uintptr_t bits = (uintptr_t)&bits >> 12;
+  bits ^= bits >> 17;
+  region_start = REGION_FIRST_CHUNK + (bits * 0x9e3779b97f4a7c15ull >> 40) % REGION_SPREAD_CHUNKS;
+}
+
+/* A reservation of `size` bytes (chunks) in the region, or MAP_FAILED. */
+static char *region_map(size_t size, int prot) {
+  pthread_once(&region_once, region_choose);
+  uintptr_t need = size >> SC_CHUNK_SHIFT, run = 0, tries = 0;
+  for (uintptr_t c = region_start; c < REGION_END_CHUNK && tries < REGION_TRIES; c++) {
+    run = __atomic_load_n(&sc_chunk_owner[c], __ATOMIC_ACQUIRE) == 0 ? run + 1 : 0;
+    if (run < need)
+      continue;
+    char *want = (char *)((c + 1 - need) << SC_CHUNK_SHIFT);
+    char *got = mmap(want, size, prot,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == want)
+      return got;
+    if (got != MAP_FAILED) { /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
+      munmap(got, size);
+      return MAP_FAILED;
+    }
+    if (errno != EEXIST)
+      return MAP_FAILED;
+    tries++;
+    run = 0;
+  }
+  return MAP_FAILED;
+}
+
 /* Reserves a new window of at least min_size bytes; 0 or -1 with errno. */
 static int window_reserve(sc_arena *a, size_t min_size) {
   if (a->nwindows == SC_WINDOWS_MAX)
@@ -311,15 +361,18 @@ static int window_reserve(sc_arena *a, size_t min_size) {
   size_t size = sc_round_up(min_size > SC_CHUNK_SIZE ? min_size : SC_CHUNK_SIZE, SC_CHUNK_SIZE);
   size_t span = size + SC_CHUNK_SIZE;
   int prot = sc_window_pages_open() || a->huge_page ? PROT_READ | PROT_WRITE : PROT_NONE;
-  char *raw = mmap(NULL, span, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED)
-    return sc_fail(ENOMEM, "no %zu bytes of address space for a window: %s", span,
-                   strerror(errno));
-  char *base = (char *)sc_round_up((uintptr_t)raw, SC_CHUNK_SIZE);
-  if (base > raw)
-    munmap(raw, (size_t)(base - raw));
-  if (raw + span > base + size)
-    munmap(base + size, (size_t)(raw + span - (base + size)));
+  char *base = region_map(size, prot);
+  if (base == MAP_FAILED) {
+    char *raw = mmap(NULL, span, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED)
+      return sc_fail(ENOMEM, "no %zu bytes of address space for a window: %s", span,
+                     strerror(errno));
+    base = (char *)sc_round_up((uintptr_t)raw, SC_CHUNK_SIZE);
+    if (base > raw)
+      munmap(raw, (size_t)(base - raw));
+    if (raw + span > base + size)
+      munmap(base + size, (size_t)(raw + span - (base + size)));
+  }
   if (((uintptr_t)base + size - 1) >> SC_ADDRESS_BITS) {
     munmap(base, size);
     return sc_fail(ENOMEM, "the kernel placed a window above the %d-bit address space",

@@ -30,6 +30,11 @@ typedef struct sc_monitor_slot {
   uint64_t phase;               /* at this turn */
   uint64_t sample;              /* resident bytes of the sample when cleared */
 } sc_monitor_slot;
+/* A range of one arena's window to clear whole. */
+typedef struct sc_monitor_range {
+  uintptr_t lo, hi;
+  unsigned slot;
+} sc_monitor_range;
 typedef struct sc_monitor {
   unsigned interval_ms;
   int refused;                  /* MADV_COLD unusable: the whole process, every interval */
@@ -38,6 +43,10 @@ typedef struct sc_monitor {
   unsigned every_fixed;         /* 0, or the stride always (tests) */
   uint64_t phase;
   sc_monitor_slot slots[SC_ARENA_SLOTS];
+  unsigned mappings;            /* of /proc/self/smaps, read in the last interval */
+  uint64_t runs, runs_counted;  /* calls that cleared arenas whole: the last interval's, this one's */
+  unsigned nclear;              /* ranges gathered to be cleared together */
+  sc_monitor_range clear[SC_ARENA_SLOTS];
 } sc_monitor;
 typedef int (*sc_monitor_takes_part)(const sc_arena *a);
 /* Checks that this kernel tells this process which of its pages were

@@ -18,7 +18,14 @@
  * unreferenced ones, once the previous sample's untouched pages read as
  * referenced again: MADV_POPULATE_READ over its resident pages marks them
  * accessed (the page flag smaps counts; no data is read, no bit set).
- * Where that does not hold, every chunk is cleared each interval.
+ * Where that does not hold, every chunk is cleared each interval.  An
+ * arena too small to sample is cleared whole, and whole arenas side by
+ * side in one call.
+ *
+ * What it costs grows with the arenas, not with the process: smaps is
+ * read only up to the arenas' last window, and windows lie below the
+ * program's other mappings (arena_window.c).  Each mapping read costs the
+ * kernel a walk of its page tables, a step per resident base page.
  *
  * Where MADV_COLD is refused, or a shared arena takes part (MADV_COLD may
  * skip pages other processes map), the whole process is cleared through
@@ -44,7 +51,10 @@ static uint64_t field_kib(const char *p) {
   return strtoull(p, NULL, 10);
 }
 
-static void smaps_line(char *line, uintptr_t *start, uintptr_t *end, smaps_fn fn, void *ctx) {
+/* At the header of a mapping: 2 when it starts at or past `stop`, else
+ * 1; 0 at other lines. */
+static int smaps_line(char *line, uintptr_t *start, uintptr_t *end, uintptr_t stop, smaps_fn fn,
+                      void *ctx) {
   if (strncmp(line, "Rss:", 4) == 0) {
     fn(ctx, *start, *end, FIELD_RSS, field_kib(line + 4));
   } else if (strncmp(line, "Referenced:", 11) == 0) {
@@ -57,16 +67,22 @@ static void smaps_line(char *line, uintptr_t *start, uintptr_t *end, smaps_fn fn
     if (*dash == '-') {
       *start = (uintptr_t)s;
       *end = (uintptr_t)strtoull(dash + 1, NULL, 16);
+      return *start >= stop ? 2 : 1;
     }
   }
+  return 0;
 }
 
-static int smaps_read(smaps_fn fn, void *ctx) {
+/* Reads the mappings below `stop`.  The kernel walks the page tables of
+ * each mapping only when a read reaches it, so the mappings past `stop`
+ * cost nothing but the few one read buffer holds beyond it.  The number
+ * of mappings read, or -1 with errno. */
+static int smaps_read(uintptr_t stop, smaps_fn fn, void *ctx) {
   int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return sc_fail(errno == ENOENT ? ENOTSUP : errno, "cannot open /proc/self/smaps: %s",
                    strerror(errno));
-  enum { BUF = 65536 };
+  enum { BUF = 65536, READ = 16384 };
   char *buf = malloc(BUF);
   if (buf == NULL) {
     close(fd);
@@ -74,9 +90,10 @@ static int smaps_read(smaps_fn fn, void *ctx) {
   }
   size_t have = 0;
   uintptr_t start = 0, end = 0;
-  int rc = 0;
-  for (;;) {
-    ssize_t got = read(fd, buf + have, BUF - 1 - have);
+  int rc = 0, past = 0, mappings = 0;
+  while (!past) {
+    size_t want = BUF - 1 - have < READ ? BUF - 1 - have : READ;
+    ssize_t got = read(fd, buf + have, want);
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0) {
@@ -86,9 +103,11 @@ static int smaps_read(smaps_fn fn, void *ctx) {
     have += (size_t)got;
     buf[have] = '\0';
     char *line = buf, *nl;
-    while ((nl = strchr(line, '\n')) != NULL) {
+    while (!past && (nl = strchr(line, '\n')) != NULL) {
       *nl = '\0';
-      smaps_line(line, &start, &end, fn, ctx);
+      int header = smaps_line(line, &start, &end, stop, fn, ctx);
+      past = header == 2;
+      mappings += header != 0;
       line = nl + 1;
     }
     size_t rest = have - (size_t)(line - buf);
@@ -99,7 +118,7 @@ static int smaps_read(smaps_fn fn, void *ctx) {
   }
   free(buf);
   close(fd);
-  return rc;
+  return rc < 0 ? rc : mappings;
 }
 
 static int refs_clear(void) {
@@ -217,6 +236,55 @@ static void chunk_clear(void *ctx, char *p, size_t len) {
     *(int *)ctx = 1; /* refused: clear the whole process */
 }
 
+/* ---- whole arenas, cleared together ---- */
+/* Each call that clears costs every CPU running the program a TLB flush,
+ * so the windows cleared whole are gathered, and adjacent ones (windows
+ * lie side by side in their region, arena_window.c) cleared in one call:
+ * what lies between two of them is the first one's unused room and guard
+ * page. */
+typedef struct clear_gather {
+  sc_monitor *m;
+  unsigned slot;
+  int *refused;
+} clear_gather;
+
+static int range_cmp(const void *x, const void *y) {
+  const sc_monitor_range *a = x, *b = y;
+  return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Whether the addresses between r and the later range `next` hold nothing
+ * but r's own window: every chunk between is r's arena's, whole. */
+static int ranges_join(const sc_monitor_range *r, const sc_monitor_range *next) {
+  uintptr_t last = (r->hi - 1) >> SC_CHUNK_SHIFT, first = next->lo >> SC_CHUNK_SHIFT;
+  if (first <= last)
+    return 0;
+  for (uintptr_t c = last; c < first; c++)
+    if (__atomic_load_n(&sc_chunk_owner[c], __ATOMIC_ACQUIRE) != r->slot + 1)
+      return 0;
+  return 1;
+}
+
+static void clear_flush(sc_monitor *m, int *refused) {
+  qsort(m->clear, m->nclear, sizeof m->clear[0], range_cmp);
+  for (unsigned i = 0; i < m->nclear;) {
+    unsigned j = i;
+    while (j + 1 < m->nclear && ranges_join(&m->clear[j], &m->clear[j + 1]))
+      j++;
+    chunk_clear(refused, (char *)m->clear[i].lo, m->clear[j].hi - m->clear[i].lo);
+    m->runs_counted++;
+    i = j + 1;
+  }
+  m->nclear = 0;
+}
+
+static void chunk_gather(void *ctx, char *p, size_t len) {
+  clear_gather *g = ctx;
+  if (g->m->nclear == SC_ARENA_SLOTS)
+    clear_flush(g->m, g->refused);
+  g->m->clear[g->m->nclear++] = (sc_monitor_range){(uintptr_t)p, (uintptr_t)p + len, g->slot};
+}
+
 /* Calls fn(ctx, start, len) for each run of resident pages of a range. */
 static void resident_runs(char *p, size_t len, void (*fn)(void *, char *, size_t), void *ctx) {
   size_t page = sc_page_size();
@@ -275,17 +343,20 @@ static void estimate(const sc_monitor *m, sc_monitor_bytes *out) {
   }
 }
 
-/* The k of this interval: see COST_SHARE.  Clearing all of it takes a
- * call a window; a sample, a call a chunk. */
-static unsigned stride_choose(const sc_monitor *m, uint64_t hot, uint64_t chunks,
-                              uint64_t arenas) {
+/* The k of this interval: see COST_SHARE.  Arenas of fewer than
+ * WHOLE_BYTES resident are cleared whole, and all of them together take
+ * `runs` calls (the last interval's count: windows side by side take
+ * one); the others are sampled, a call a chunk, or cleared whole too when
+ * k is 1. */
+static unsigned stride_choose(const sc_monitor *m, uint64_t hot_sampled, uint64_t hot_whole,
+                              uint64_t chunks, uint64_t runs) {
   double budget_ns = COST_SHARE * (double)m->interval_ms * 1e6, best_ns = 0;
   unsigned best = 1;
   for (unsigned every = 1; every <= EVERY_MAX; every *= 2) {
-    if (every > 1 && hot / every < WHOLE_BYTES)
+    if (every > 1 && hot_sampled / every < WHOLE_BYTES)
       break;
-    double ns = (double)(hot / sc_page_size() / every) * RESET_NS +
-                (double)(every == 1 ? arenas : chunks / every) * CALL_NS;
+    double ns = (double)((hot_sampled / every + hot_whole) / sc_page_size()) * RESET_NS +
+                (double)(every == 1 ? runs : chunks / every + runs) * CALL_NS;
     if (ns <= budget_ns)
       return every;
     if (every == 1 || ns < best_ns) {
@@ -296,35 +367,66 @@ static unsigned stride_choose(const sc_monitor *m, uint64_t hot, uint64_t chunks
   return best;
 }
 
+/* The end of the highest window of any arena: smaps is read up to there.
+ * Windows lie low in the address space where they can (arena_window.c). */
+static uintptr_t windows_end(void) {
+  uintptr_t end = 0;
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    const sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
+    unsigned n = a ? __atomic_load_n(&a->nwindows, __ATOMIC_ACQUIRE) : 0;
+    for (unsigned i = 0; i < n; i++) {
+      uintptr_t e = (uintptr_t)a->windows[i].base + a->windows[i].size;
+      end = e > end ? e : end;
+    }
+  }
+  return end;
+}
+
 int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monitor_bytes *out) {
   memset(out, 0, sizeof *out);
-  if (smaps_read(sample_add, out) != 0)
+  int mappings = smaps_read(windows_end(), sample_add, out);
+  if (mappings < 0)
     return -1;
+  m->mappings = (unsigned)mappings;
   estimate(m, out);
   int whole = m->refused;
-  uint64_t hot = 0, chunks = 0, arenas = 0, generation;
+  uint64_t hot_sampled = 0, hot_whole = 0, chunks = 0, arenas = 0, generation;
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     sc_arena *a = taking_part(slot, takes_part, &generation);
-    if (a != NULL) {
-      hot += out->referenced[slot];
+    if (a == NULL)
+      continue;
+    if (out->resident[slot] >= WHOLE_BYTES) {
+      hot_sampled += out->referenced[slot];
       chunks += out->resident[slot] / (out->huge[slot] ? CHUNK_HUGE : CHUNK_BASE) + 1;
-      arenas++;
-      whole |= a->ops->pages_map != NULL; /* shared */
+    } else {
+      hot_whole += out->referenced[slot];
     }
+    arenas++;
+    whole |= a->ops->pages_map != NULL; /* shared */
   }
   unsigned every = 1;
   if (!whole && m->restores)
-    every = m->every_fixed ? m->every_fixed : stride_choose(m, hot, chunks, arenas);
+    every = m->every_fixed ? m->every_fixed
+                           : stride_choose(m, hot_sampled, hot_whole, chunks,
+                                           m->runs ? m->runs : arenas);
   m->every = every;
   if (whole && refs_clear() != 0)
     return -1;
   int refused = 0;
+  m->runs_counted = 0;
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     sc_monitor_slot *st = &m->slots[slot];
     sc_arena *a = taking_part(slot, takes_part, &generation);
+    /* Nothing of what was cleared last was touched since: it stays
+     * cleared, and the next reading covers both intervals.  A cold arena
+     * costs no clearing, only its reading. */
+    if (a != NULL && !whole && generation == st->generation && !st->whole && st->every != 0 &&
+        out->referenced[slot] == 0)
+      continue;
+    int sampled = a != NULL && every > 1 && out->resident[slot] >= WHOLE_BYTES;
     /* The last sample's untouched pages read as referenced again, unless
      * every chunk is cleared now anyway. */
-    if (a != NULL && generation == st->generation && st->every != 0 && every > 1)
+    if (sampled && generation == st->generation && st->every != 0)
       sample_chunks(a, st->chunk, st->every, st->phase, chunk_restore, NULL);
     *st = (sc_monitor_slot){0};
     if (a == NULL)
@@ -339,16 +441,19 @@ int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monito
     st->chunk = out->huge[slot] ? CHUNK_HUGE : CHUNK_BASE;
     st->every = every;
     st->phase = m->phase;
-    sample_chunks(a, st->chunk, every, m->phase, chunk_clear, &refused);
-    if (every > 1)
+    clear_gather gather = {m, slot, &refused};
+    if (sampled) {
+      sample_chunks(a, st->chunk, every, m->phase, chunk_clear, &refused);
       sample_chunks(a, st->chunk, every, m->phase, chunk_count, &st->sample);
-    if (st->sample == 0) { /* nothing of it in the sample: all of it, this once */
-      if (every > 1)
-        sample_chunks(a, st->chunk, 1, 0, chunk_clear, &refused);
+    }
+    if (st->sample == 0) { /* all of it: every chunk, or nothing of it in the sample */
+      sample_chunks(a, st->chunk, 1, 0, chunk_gather, &gather);
       st->every = 1;
       st->sample = out->resident[slot];
     }
   }
+  clear_flush(m, &refused);
+  m->runs = m->runs_counted;
   if (refused) /* from the next interval on; this one's estimate is off once */
     m->refused = 1;
   m->phase++;
@@ -392,7 +497,7 @@ static int probe_check(char *pages, unsigned npages, int cold) {
     return -1;
   for (size_t i = npages / 2; i < npages; i++)
     ((volatile char *)pages)[i * page] = 2;
-  if (smaps_read(probe_add, &p) != 0)
+  if (smaps_read(UINTPTR_MAX, probe_add, &p) < 0)
     return -1;
   if (p.resident != npages * page)
     return sc_fail(ENOTSUP, "the monitor's probe: /proc/self/smaps shows %llu of its %zu "
@@ -415,7 +520,7 @@ static int probe_restore(char *pages, unsigned npages) {
   size_t len = npages * sc_page_size();
   probe p = {(uintptr_t)pages, 0, 0};
   if (madvise(pages, len, MADV_COLD) != 0 || madvise(pages, len, MADV_POPULATE_READ) != 0 ||
-      smaps_read(probe_add, &p) != 0)
+      smaps_read(UINTPTR_MAX, probe_add, &p) < 0)
     return 0;
   return p.referenced == len && p.resident == len;
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -229,6 +230,75 @@ TEST_F(Autoplace, ASampleTellsHotFromHalfFromCold) {
   EXPECT_GT(share[1], 0.4) << "half touched";
   EXPECT_LT(share[1], 0.6) << "half touched";
   EXPECT_LT(share[2], 0.05) << "never touched after the start";
+}
+
+// Arenas' windows lie side by side low in the address space, so a clear
+// of whole arenas takes one call for each run of neighbours that take
+// part, and never reaches an arena between them that does not.
+sc_arena *excluded_arena;
+int AllButOneTakePart(const sc_arena *a) { return a != excluded_arena; }
+
+TEST_F(Autoplace, WholeClearsJoinNeighboursAndSkipArenasThatTakeNoPart) {
+  const size_t size = 1 << 20;
+  sicm_arena arenas[4];
+  char *p[4];
+  for (int i = 0; i < 4; i++) {
+    arenas[i] = Make();
+    p[i] = (char *)sicm_arena_alloc(arenas[i], size);
+    ASSERT_NE(nullptr, p[i]) << sicm_error_detail();
+  }
+  for (int i = 1; i < 4; i++) {
+    sc_arena *a = sc_arena_resolve(arenas[i - 1]), *b = sc_arena_resolve(arenas[i]);
+    if ((char *)a->windows[0].base + a->windows[0].size != b->windows[0].base)
+      GTEST_SKIP() << "the windows do not lie side by side here";
+  }
+  std::unique_ptr<sc_monitor> m(new sc_monitor);
+  std::unique_ptr<sc_monitor_bytes> bytes(new sc_monitor_bytes);
+  if (sc_monitor_check(m.get(), 1000) != 0) {
+    ASSERT_EQ(ENOTSUP, errno) << sicm_error_detail();
+    GTEST_SKIP() << "the monitor cannot run here: " << sicm_error_detail();
+  }
+  if (m->refused) GTEST_SKIP() << "MADV_COLD is refused: the whole process is cleared";
+  excluded_arena = sc_arena_resolve(arenas[1]); /* A | X | B C */
+  for (int i = 0; i < 4; i++) memset(p[i], 1, size);
+  ASSERT_EQ(0, sc_monitor_sample(m.get(), AllButOneTakePart, bytes.get()));
+  EXPECT_EQ(2u, m->runs) << "A alone, then B and C in one call";
+  ASSERT_EQ(0, sc_monitor_sample(m.get(), AllButOneTakePart, bytes.get()));
+  for (int i = 0; i < 4; i++) {
+    unsigned slot = sc_arena_resolve(arenas[i])->slot;
+    EXPECT_GE(bytes->resident[slot], size) << i;
+    if (i == 1)
+      EXPECT_EQ(bytes->resident[slot], bytes->referenced[slot]) << "X was cleared";
+    else
+      EXPECT_EQ(0u, bytes->referenced[slot]) << i << " untouched since its clear";
+  }
+}
+
+// The monitor reads /proc/self/smaps only up to the arenas' last window:
+// mappings the program makes elsewhere cost it nothing.
+TEST_F(Autoplace, TheMonitorReadsNoMappingPastTheArenas) {
+  sicm_arena a = Make();
+  ASSERT_NE(nullptr, sicm_arena_alloc(a, 4096));
+  std::unique_ptr<sc_monitor> m(new sc_monitor);
+  std::unique_ptr<sc_monitor_bytes> bytes(new sc_monitor_bytes);
+  if (sc_monitor_check(m.get(), 1000) != 0) GTEST_SKIP() << sicm_error_detail();
+  const size_t page = 4096;
+  const int kMappings = 64;
+  /* Read-only pages one apart: mappings that never merge. */
+  char *map = (char *)mmap(nullptr, 2 * kMappings * page, PROT_NONE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(MAP_FAILED, map);
+  sc_arena *arena = sc_arena_resolve(a);
+  if ((uintptr_t)map < (uintptr_t)arena->windows[0].base)
+    GTEST_SKIP() << "the arena's window is not low in the address space here";
+  ASSERT_EQ(0, sc_monitor_sample(m.get(), EveryArenaTakesPart, bytes.get()));
+  unsigned before = m->mappings;
+  for (int i = 0; i < kMappings; i++)
+    ASSERT_EQ(0, mprotect(map + 2 * i * page, page, PROT_READ));
+  ASSERT_EQ(0, sc_monitor_sample(m.get(), EveryArenaTakesPart, bytes.get()));
+  EXPECT_LT(m->mappings, before + 4) << "read " << m->mappings << " mappings, " << before
+                                     << " before " << kMappings << " more were made";
+  munmap(map, 2 * kMappings * page);
 }
 
 TEST_F(Autoplace, AMoveTheProgramMakesPinsTheArena) {
