@@ -109,7 +109,10 @@ typedef struct sicm_autoplace_config {
   /* The share of one core (0 to 1; 0: the default, 0.01) that measuring
    * may take: when a measure costs more than this share of an interval,
    * the placer lengthens its intervals until it does not (the report
-   * gives the interval it keeps). */
+   * gives the interval it keeps).  A measure costs per arena and per
+   * resident page of the arenas (per 2 MiB in transparent huge pages),
+   * nothing for memory outside arenas: many GiB of arenas in base pages
+   * lengthen the interval, the same in SICM_ARENA_HUGEPAGES do not. */
   double cpu_share;
 } sicm_autoplace_config;
 
