@@ -328,8 +328,9 @@ static void estimate(const sc_monitor *m, sc_monitor_bytes *out) {
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     const sc_monitor_slot *st = &m->slots[slot];
     uint64_t resident = out->resident[slot], referenced = out->referenced[slot];
-    if (st->generation == 0 || st->whole)
-      continue; /* never sampled (all its pages read as new), or all of it cleared */
+    if (st->generation == 0 || st->whole || st->sample == 0)
+      continue; /* never sampled, or nothing resident when cleared (all its pages read
+                 * as new), or the whole process cleared */
     sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
     if (a == NULL || __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != st->generation)
       continue;

@@ -274,6 +274,27 @@ TEST_F(Autoplace, WholeClearsJoinNeighboursAndSkipArenasThatTakeNoPart) {
   }
 }
 
+// An arena with nothing resident when it was cleared, touched after:
+// all of it reads referenced, interval after interval (a cleared set
+// that was never touched is kept, so a wrong zero would stick).
+TEST_F(Autoplace, AnArenaEmptyAtItsClearReadsHotOnceTouched) {
+  const size_t size = 4 << 20;
+  sicm_arena a = Make();
+  char *p = (char *)sicm_arena_alloc(a, size);
+  ASSERT_NE(nullptr, p);
+  std::unique_ptr<sc_monitor> m(new sc_monitor);
+  std::unique_ptr<sc_monitor_bytes> bytes(new sc_monitor_bytes);
+  if (sc_monitor_check(m.get(), 1000) != 0) GTEST_SKIP() << sicm_error_detail();
+  unsigned slot = sc_arena_resolve(a)->slot;
+  ASSERT_EQ(0, sc_monitor_sample(m.get(), EveryArenaTakesPart, bytes.get()));
+  ASSERT_LT(bytes->resident[slot], (uint64_t)size / 4) << "untouched yet";
+  for (int interval = 0; interval < 4; interval++) {
+    memset(p, interval + 1, size);
+    ASSERT_EQ(0, sc_monitor_sample(m.get(), EveryArenaTakesPart, bytes.get()));
+    EXPECT_GE(bytes->referenced[slot], (uint64_t)size) << "interval " << interval;
+  }
+}
+
 // The monitor reads /proc/self/smaps only up to the arenas' last window:
 // mappings the program makes elsewhere cost it nothing.
 TEST_F(Autoplace, TheMonitorReadsNoMappingPastTheArenas) {
