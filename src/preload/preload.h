@@ -20,10 +20,15 @@
 
 #define PL_TIERS_MAX 8
 
-/* One device of the chain: the first is where large allocations go, the
- * others take them, in order, when the earlier ones are full. */
+/* One tier of the chain: the first is where large allocations go, the
+ * others take them, in order, when the earlier ones are full.  A tier is
+ * one device, preferred, or several its pages interleave over
+ * (weighted:A/B, interleave:A/B). */
+#define PL_TIER_DEVICES_MAX 8
 typedef struct pl_tier {
-  sicm_device *device;
+  sicm_device *devices[PL_TIER_DEVICES_MAX];
+  unsigned ndevices;
+  unsigned flags;       /* of its arenas: SICM_ARENA_PREFERRED, _WEIGHTED or _INTERLEAVE */
   sicm_arena arena;     /* created on first use, under pl_lock */
   int arena_failed;     /* creation failed once: never retried */
   size_t budget;        /* most live bytes; SIZE_MAX: only the node's free memory */
@@ -45,7 +50,7 @@ typedef struct pl_config {
   int stats;            /* print statistics at exit (and on stats_signal) */
   int stats_signal;     /* 0: none */
   char stats_path[256]; /* "": stderr; opened for appending when printing */
-  char device_spec[64]; /* as given, for the report */
+  char device_spec[256]; /* as given, for the report */
   unsigned site_depth;  /* sites=: frames of the call stack that name a site; 0: off */
 } pl_config;
 

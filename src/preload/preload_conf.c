@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* preload_conf.c: SICM_PRELOAD, the one variable that configures
  * libsicm-preload.so, read into pl_conf: the threshold, the chain of
- * devices (the chosen one, then where to spill), the budget, the reserve
- * and the statistics.  One table holds its keys; the grammar is every
+ * tiers (the chosen device or devices, then where to spill), the budget,
+ * the reserve and the statistics.  One table holds its keys; the grammar is every
  * setting's (base_settings.h, sicm(7) SETTINGS), so that
  *   SICM_PRELOAD=min=1M,device=hbm,spill=dram+capacity
  * Any error is reported once on stderr and leaves the preload inactive. */
@@ -70,9 +70,10 @@ sicm_device *pl_device_resolve(const char *name, sicm_rank_by *rank) {
   return NULL;
 }
 
-static int tier_add(sicm_device *dev) {
+static int tier_add(sicm_device *const *devs, unsigned n, unsigned flags) {
   for (unsigned i = 0; i < pl_conf.ntiers; i++)
-    if (pl_conf.tiers[i].device == dev)
+    if (pl_conf.tiers[i].ndevices == n &&
+        memcmp(pl_conf.tiers[i].devices, devs, n * sizeof *devs) == 0)
       return 0; /* listed twice, or the ranking reached the first device again */
   if (pl_conf.ntiers == PL_TIERS_MAX) {
     pl_warn("spill: too many devices (at most 8 in the chain)", "");
@@ -80,9 +81,61 @@ static int tier_add(sicm_device *dev) {
   }
   pl_tier *t = &pl_conf.tiers[pl_conf.ntiers++];
   memset(t, 0, sizeof *t);
-  t->device = dev;
+  memcpy(t->devices, devs, n * sizeof *devs);
+  t->ndevices = n;
+  t->flags = flags;
   t->budget = SIZE_MAX;
   return 0;
+}
+
+/* One tier of the chain: a device name, or weighted: or interleave:
+ * followed by two or more names joined by '/' (the pages of its arenas
+ * go over them in proportion to the kernel's weights, or evenly).  *rank:
+ * the ranking of its first device, for spill=rank. */
+static int tier_parse(const char *text, sicm_rank_by *rank) {
+  static const struct { const char *prefix; unsigned flags; } spread[] = {
+      {"weighted:", SICM_ARENA_WEIGHTED}, {"interleave:", SICM_ARENA_INTERLEAVE}};
+  unsigned flags = SICM_ARENA_PREFERRED;
+  for (size_t i = 0; i < sizeof spread / sizeof spread[0]; i++) {
+    size_t len = strlen(spread[i].prefix);
+    if (strncmp(text, spread[i].prefix, len) == 0) {
+      flags = spread[i].flags;
+      text += len;
+    }
+  }
+  if (flags == SICM_ARENA_PREFERRED && strchr(text, '/') != NULL) {
+    pl_warn("several devices make a tier only after weighted: or interleave: ", text);
+    return -1;
+  }
+  sicm_device *devs[PL_TIER_DEVICES_MAX];
+  unsigned n = 0;
+  char list[256];
+  snprintf(list, sizeof list, "%s", text);
+  char *save = NULL;
+  for (char *name = strtok_r(list, "/", &save); name != NULL; name = strtok_r(NULL, "/", &save)) {
+    sicm_rank_by name_rank;
+    if (n == PL_TIER_DEVICES_MAX) {
+      pl_warn("too many devices in one tier (at most 8): ", text);
+      return -1;
+    }
+    if ((devs[n] = pl_device_resolve(name, &name_rank)) == NULL)
+      return -1;
+    for (unsigned i = 0; i < n; i++)
+      if (devs[i] == devs[n]) {
+        pl_warn("a device listed twice in one tier: ", name);
+        return -1;
+      }
+    if (n++ == 0)
+      *rank = name_rank;
+  }
+  if (n < (flags == SICM_ARENA_PREFERRED ? 1u : 2u)) {
+    pl_warn(flags == SICM_ARENA_PREFERRED ? "no device named: "
+                                          : "weighted: and interleave: take two or more "
+                                            "devices joined by /: ",
+            text);
+    return -1;
+  }
+  return tier_add(devs, n, flags);
 }
 
 static int spill_load(const char *spill, sicm_rank_by rank) {
@@ -92,7 +145,7 @@ static int spill_load(const char *spill, sicm_rank_by rank) {
     sicm_rank_entry order[64];
     int n = sicm_rank(rank, SICM_INITIATOR_SELF, order, 64, NULL);
     for (int k = 0; k < n && k < 64 && pl_conf.ntiers < PL_TIERS_MAX; k++)
-      if (!order[k].device->huge && tier_add(order[k].device) != 0)
+      if (!order[k].device->huge && tier_add(&order[k].device, 1, SICM_ARENA_PREFERRED) != 0)
         return -1;
     return 0;
   }
@@ -101,8 +154,7 @@ static int spill_load(const char *spill, sicm_rank_by rank) {
   char *save = NULL;
   for (char *name = strtok_r(list, "+", &save); name != NULL; name = strtok_r(NULL, "+", &save)) {
     sicm_rank_by unused;
-    sicm_device *dev = pl_device_resolve(name, &unused);
-    if (dev == NULL || tier_add(dev) != 0)
+    if (tier_parse(name, &unused) != 0)
       return -1;
   }
   return 0;
@@ -125,7 +177,7 @@ static int signal_parse(const char *s) {
 
 /* What the items set, before the devices are resolved. */
 typedef struct conf_text {
-  char device[64], spill[256];
+  char device[256], spill[256];
   size_t budget;
 } conf_text;
 
@@ -192,8 +244,9 @@ static int set_signal(void *ctx, const char *v, char *why, size_t len) {
 /* SICM_PRELOAD's keys, in the order sicm(7) gives them. */
 static const sc_setting preload_keys[] = {
     {"min", "a SIZE above 0, such as 1M", set_min},
-    {"device", "hbm, dram, capacity, high_bw, low_lat, large_cap or node:N", set_device},
-    {"spill", "rank, none or DEVICE[+DEVICE...]", set_spill},
+    {"device", "hbm, dram, capacity, high_bw, low_lat, large_cap, node:N, or weighted: or "
+               "interleave: and such names joined by /", set_device},
+    {"spill", "rank, none or TIER[+TIER...], each a device as device= takes", set_spill},
     {"budget", "a SIZE such as 800M", set_budget},
     {"reserve", "a SIZE such as 32M", set_reserve},
     {"sites", "0 to 16", set_sites},
@@ -217,8 +270,7 @@ int pl_config_load(const char *text) {
   }
   snprintf(pl_conf.device_spec, sizeof pl_conf.device_spec, "%s", t.device);
   sicm_rank_by rank;
-  sicm_device *first = pl_device_resolve(t.device, &rank);
-  if (first == NULL || tier_add(first) != 0 || spill_load(t.spill, rank) != 0)
+  if (tier_parse(t.device, &rank) != 0 || spill_load(t.spill, rank) != 0)
     return -1;
   pl_conf.tiers[0].budget = t.budget;
   return 0;

@@ -100,7 +100,7 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Free bytes of the tier's node: read again when the last reading is old
+/* Free bytes of the tier's nodes: read again when the last reading is old
  * or an eighth of it was placed since; in between, the reading minus what
  * was placed. */
 static size_t tier_free(pl_tier *t) {
@@ -108,9 +108,12 @@ static size_t tier_free(pl_tier *t) {
   size_t at = __atomic_load_n(&t->free_at_read, __ATOMIC_RELAXED);
   size_t since = __atomic_load_n(&t->placed_since_read, __ATOMIC_RELAXED);
   if (read == 0 || now - read > PL_FREE_REFRESH_NS || since > at / 8) {
-    size_t bytes;
-    if (sicm_device_get_free_bytes(t->device, &bytes) != 0)
-      return SIZE_MAX / 2; /* the kernel does not say: the preferred binding is the guard */
+    size_t bytes = 0, one;
+    for (unsigned i = 0; i < t->ndevices; i++) {
+      if (sicm_device_get_free_bytes(t->devices[i], &one) != 0)
+        return SIZE_MAX / 2; /* the kernel does not say: the policy's fallback is the guard */
+      bytes += one;
+    }
     __atomic_store_n(&t->free_at_read, bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&t->placed_since_read, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&t->read_ns, now, __ATOMIC_RELAXED);
@@ -137,7 +140,7 @@ static sicm_arena tier_arena(pl_tier *t) {
   pthread_mutex_lock(&pl_lock);
   arena = t->arena;
   if (arena == NULL && !t->arena_failed) {
-    arena = sicm_arena_create_devices(0, &t->device, 1, SICM_ARENA_PREFERRED);
+    arena = sicm_arena_create_devices(0, t->devices, (int)t->ndevices, t->flags);
     if (arena == NULL) {
       t->arena_failed = 1;
       pl_warn("could not create an arena; that device is skipped: ", sicm_error_detail());

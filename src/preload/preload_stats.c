@@ -88,10 +88,17 @@ void pl_stats_write(int with_residency) {
   size_t resident[PL_NODES_MAX] = {0};
   for (unsigned i = 0; i < pl_conf.ntiers; i++) {
     pl_tier *tier = &pl_conf.tiers[i];
-    pl_text_str(&t, "libsicm-preload: node ");
-    pl_text_num(&t, (uint64_t)tier->device->node);
+    pl_text_str(&t, tier->ndevices > 1 ? "libsicm-preload: nodes " : "libsicm-preload: node ");
+    for (unsigned d = 0; d < tier->ndevices; d++) {
+      if (d > 0)
+        pl_text_str(&t, "/");
+      pl_text_num(&t, (uint64_t)tier->devices[d]->node);
+    }
     pl_text_str(&t, " ");
-    pl_text_str(&t, sicm_device_kind_name(tier->device->kind));
+    pl_text_str(&t, tier->flags & SICM_ARENA_WEIGHTED     ? "weighted"
+                    : tier->flags & SICM_ARENA_INTERLEAVE ? "interleaved"
+                                                          : sicm_device_kind_name(
+                                                                tier->devices[0]->kind));
     count_and_size(&t, ": placed ", &tier->placed_count, &tier->placed_bytes);
     count_and_size(&t, ", spilled here ", &tier->spilled_count, &tier->spilled_bytes);
     pl_text_str(&t, ", live ");

@@ -46,15 +46,20 @@ bufs += [make(s) for s in range(5, 7)]
 stage("2")
 print(len(bufs), sum(b[i] for b in bufs for i in range(0, len(b), 1 << 20)))
 PY
-echo "--- python3, device=hbm (node 2), spill by bandwidth rank"
-mkdir "$tmp/py"
-# A simple command, so that $! is python3's pid (taskset execs it).
-SICM_PRELOAD="device=hbm,stats=$tmp/py.stats" LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs \
-  taskset -c 0 python3 "$tmp/arrays.py" "$tmp/py" >"$tmp/py.out" 2>&1 &
-pid=$!
-if wait_for "$tmp/py/1" $pid; then
+# arrays NAME SICM_PRELOAD: arrays.py under the preload, in the background,
+# stepping through $tmp/NAME; $pid is python3's (taskset execs it); true
+# once its five arrays are made, with $n0 and $n2 its MiB on nodes 0 and 2.
+arrays() {
+  mkdir "$tmp/$1"
+  SICM_PRELOAD="$2,stats=$tmp/$1.stats" LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs \
+    taskset -c 0 python3 "$tmp/arrays.py" "$tmp/$1" >"$tmp/$1.out" 2>&1 &
+  pid=$!
+  wait_for "$tmp/$1/1" $pid || return 1
   n2=$(node_mib $pid 2) n0=$(node_mib $pid 0)
-  echo "  five arrays made: node 2 $n2 MiB, node 0 $n0 MiB"
+  echo "  five arrays made: node 0 $n0 MiB, node 2 $n2 MiB"
+}
+echo "--- python3, device=hbm (node 2), spill by bandwidth rank"
+if arrays py "device=hbm"; then
   expect "four arrays (800 MiB) on node 2" [ "$n2" -ge 760 ]
   expect "the fifth spilled to node 0" [ "$n0" -ge 190 ]
   touch "$tmp/py/1.go"
@@ -71,6 +76,18 @@ expect "python3 ran to the end" grep -q "^5 " "$tmp/py.out"
 expect "six arrays placed on node 2 (the two new ones there again)" \
   grep -q "node 2 hbm: placed 6 " "$tmp/py.stats"
 expect "one spilled to node 0" grep -q "node 0 dram: placed 1 (.*), spilled here 1 " "$tmp/py.stats"
+
+echo "--- python3, device=weighted:node:0/node:2 (the kernel's weights, 1:1 here)"
+if arrays wi "device=weighted:node:0/node:2"; then
+  expect "half of the 1000 MiB on node 0" [ "$n0" -ge 450 ]
+  expect "half on node 2" [ "$n2" -ge 450 ]
+  touch "$tmp/wi/1.go" "$tmp/wi/2.go"
+fi
+wait $pid
+cat "$tmp/wi.stats"
+expect "python3 ran to the end" grep -q "^5 " "$tmp/wi.out"
+expect "the report names the tier" grep -q "nodes 0/2 weighted: placed 7 " "$tmp/wi.stats"
+
 mkdir "$tmp/plain"
 (cd "$tmp/plain" && touch 1.go 2.go && taskset -c 0 python3 "$tmp/arrays.py" "$tmp/plain" >"$tmp/plain.out" 2>&1)
 expect "python3 prints the same without the preload" cmp -s "$tmp/py.out" "$tmp/plain.out"

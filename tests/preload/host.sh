@@ -54,6 +54,10 @@ step "min nan" bad "min=nan" "SICM_PRELOAD: bad value .*min=nan"
 step "small bad" bad "small=glibc" "SICM_PRELOAD: bad value .*small=glibc"
 step "key twice" bad "min=1M,min=2M" "SICM_PRELOAD: 'min' is given twice"
 step "a list with commas" bad "spill=node:0,node:0" "SICM_PRELOAD: expected key=value, got 'node:0'"
+step "weighted, one device" bad "device=weighted:node:0" "weighted: and interleave: take two or more"
+step "several without a spread" bad "device=node:0/node:0" "several devices make a tier only after"
+step "weighted, a device twice" bad "device=weighted:node:0/node:0" "a device listed twice in one tier: node:0"
+step "interleave, unknown device" bad "spill=interleave:node:0/fast" "unknown device .*fast"
 
 # The first releases' separator, ';' between settings and ',' in a list:
 # read as before, with one line saying what to write instead.
