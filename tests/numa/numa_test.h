@@ -101,25 +101,6 @@ inline bool WriteSetting(const std::string &path, const std::string &text) {
   return ok;
 }
 
-// The bytes below which the kernel refuses a node's pages to ordinary
-// allocations (the min watermarks of its zones, /proc/zoneinfo): a test
-// that fills a node strictly must leave these free besides what it means
-// to leave, or meet the OOM killer.  0 when unreadable.
-inline size_t NodeMinWatermarkBytes(int node) {
-  FILE *f = fopen("/proc/zoneinfo", "r");
-  if (f == nullptr) return 0;
-  char line[256];
-  int in_node = 0;
-  unsigned long long pages = 0, min;
-  while (fgets(line, sizeof line, f) != nullptr) {
-    int n;
-    if (sscanf(line, "Node %d,", &n) == 1) in_node = n == node;
-    else if (in_node && sscanf(line, " min %llu", &min) == 1) pages += min;
-  }
-  fclose(f);
-  return (size_t)pages * PageSize();
-}
-
 }  // namespace sicm_test
 
 #endif
