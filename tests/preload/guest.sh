@@ -46,9 +46,10 @@ bufs += [make(s) for s in range(5, 7)]
 stage("2")
 print(len(bufs), sum(b[i] for b in bufs for i in range(0, len(b), 1 << 20)))
 PY
-# arrays NAME SICM_PRELOAD: arrays.py under the preload, in the background,
-# stepping through $tmp/NAME; $pid is python3's (taskset execs it); true
-# once its five arrays are made, with $n0 and $n2 its MiB on nodes 0 and 2.
+# arrays NAME SICM_PRELOAD: the python3 program above under the preload,
+# in the background, stepping through $tmp/NAME; $pid is python3's (taskset
+# execs it); true once its five arrays are made, with $n0 and $n2 its MiB
+# on nodes 0 and 2.
 arrays() {
   mkdir "$tmp/$1"
   SICM_PRELOAD="$2,stats=$tmp/$1.stats" LD_PRELOAD=$lib LD_LIBRARY_PATH=$b/src/.libs \
