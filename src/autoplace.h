@@ -34,6 +34,7 @@ typedef struct sc_monitor_slot {
 typedef struct sc_monitor_range {
   uintptr_t lo, hi;
   unsigned slot;
+  uint64_t generation;          /* of the arena gathered */
 } sc_monitor_range;
 typedef struct sc_monitor {
   unsigned interval_ms;

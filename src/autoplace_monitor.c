@@ -245,6 +245,7 @@ static void chunk_clear(void *ctx, char *p, size_t len) {
 typedef struct clear_gather {
   sc_monitor *m;
   unsigned slot;
+  uint64_t generation;
   int *refused;
 } clear_gather;
 
@@ -265,7 +266,21 @@ static int ranges_join(const sc_monitor_range *r, const sc_monitor_range *next) 
   return 1;
 }
 
+/* Whether the range's arena is still the one gathered and still owns it:
+ * an arena destroyed meanwhile leaves its addresses to the next window. */
+static int range_current(const sc_monitor_range *r) {
+  const sc_arena *a = __atomic_load_n(&sc_arena_slots[r->slot], __ATOMIC_ACQUIRE);
+  return a != NULL && __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) == r->generation &&
+         __atomic_load_n(&sc_chunk_owner[r->lo >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE) ==
+             r->slot + 1;
+}
+
 static void clear_flush(sc_monitor *m, int *refused) {
+  unsigned kept = 0;
+  for (unsigned i = 0; i < m->nclear; i++)
+    if (range_current(&m->clear[i]))
+      m->clear[kept++] = m->clear[i];
+  m->nclear = kept;
   qsort(m->clear, m->nclear, sizeof m->clear[0], range_cmp);
   for (unsigned i = 0; i < m->nclear;) {
     unsigned j = i;
@@ -282,7 +297,8 @@ static void chunk_gather(void *ctx, char *p, size_t len) {
   clear_gather *g = ctx;
   if (g->m->nclear == SC_ARENA_SLOTS)
     clear_flush(g->m, g->refused);
-  g->m->clear[g->m->nclear++] = (sc_monitor_range){(uintptr_t)p, (uintptr_t)p + len, g->slot};
+  g->m->clear[g->m->nclear++] =
+      (sc_monitor_range){(uintptr_t)p, (uintptr_t)p + len, g->slot, g->generation};
 }
 
 /* Calls fn(ctx, start, len) for each run of resident pages of a range. */
@@ -328,9 +344,9 @@ static void estimate(const sc_monitor *m, sc_monitor_bytes *out) {
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     const sc_monitor_slot *st = &m->slots[slot];
     uint64_t resident = out->resident[slot], referenced = out->referenced[slot];
-    if (st->generation == 0 || st->whole || st->sample == 0)
-      continue; /* never sampled, or nothing resident when cleared (all its pages read
-                 * as new), or the whole process cleared */
+    if (st->generation == 0 || st->whole || st->every <= 1)
+      continue; /* never cleared (all its pages read as new), or all of it cleared:
+                 * the reading is exact */
     sc_arena *a = __atomic_load_n(&sc_arena_slots[slot], __ATOMIC_ACQUIRE);
     if (a == NULL || __atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != st->generation)
       continue;
@@ -418,10 +434,11 @@ int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monito
   for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
     sc_monitor_slot *st = &m->slots[slot];
     sc_arena *a = taking_part(slot, takes_part, &generation);
-    /* Nothing of what was cleared last was touched since: it stays
+    /* Cleared whole last time and nothing of it touched since: it stays
      * cleared, and the next reading covers both intervals.  A cold arena
-     * costs no clearing, only its reading. */
-    if (a != NULL && !whole && generation == st->generation && !st->whole && st->every != 0 &&
+     * costs no clearing, only its reading.  (A sample is cleared anew
+     * each interval: it turns, so that every part is read in time.) */
+    if (a != NULL && !whole && generation == st->generation && !st->whole && st->every == 1 &&
         out->referenced[slot] == 0)
       continue;
     int sampled = a != NULL && every > 1 && out->resident[slot] >= WHOLE_BYTES;
@@ -442,7 +459,7 @@ int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monito
     st->chunk = out->huge[slot] ? CHUNK_HUGE : CHUNK_BASE;
     st->every = every;
     st->phase = m->phase;
-    clear_gather gather = {m, slot, &refused};
+    clear_gather gather = {m, slot, generation, &refused};
     if (sampled) {
       sample_chunks(a, st->chunk, every, m->phase, chunk_clear, &refused);
       sample_chunks(a, st->chunk, every, m->phase, chunk_count, &st->sample);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // test_monitor.cc: the placer's monitor (autoplace_monitor.c) driven by
 // hand on one node: its sample tells hot from cold, whole arenas are
-// cleared together and only with their neighbours that take part, an
-// arena empty at its clear reads as new, and smaps is read only up to the
-// arenas.  Linked with the convenience library to reach the monitor.
+// cleared together and only with their neighbours that take part, pages
+// new since a clear read as referenced (an arena empty at its clear, or
+// grown since), and smaps is read only up to the arenas.  Linked with the convenience library to reach the monitor.
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -138,6 +138,29 @@ TEST_F(Monitor, AnArenaEmptyAtItsClearReadsHotOnceTouched) {
     memset(p, interval + 1, size);
     ASSERT_EQ(0, sc_monitor_sample(m.get(), EveryArenaTakesPart, bytes.get()));
     EXPECT_GE(bytes->referenced[slot], (uint64_t)size) << "interval " << interval;
+  }
+}
+
+// An arena that grows after its clear and touches only its new pages:
+// they all read referenced, interval after interval, though the pages it
+// had at the clear stay untouched.
+TEST_F(Monitor, AnArenaThatGrewReadsItsNewPagesHot) {
+  const size_t old_size = 1 << 20, new_size = 32 << 20;
+  sicm_arena a = Make();
+  char *old_part = (char *)sicm_arena_alloc(a, old_size);
+  ASSERT_NE(nullptr, old_part);
+  memset(old_part, 1, old_size);
+  std::unique_ptr<sc_monitor> m(new sc_monitor);
+  std::unique_ptr<sc_monitor_bytes> bytes(new sc_monitor_bytes);
+  if (sc_monitor_check(m.get(), 1000) != 0) GTEST_SKIP() << sicm_error_detail();
+  unsigned slot = sc_arena_resolve(a)->slot;
+  ASSERT_EQ(0, sc_monitor_sample(m.get(), EveryArenaTakesPart, bytes.get()));
+  char *new_part = (char *)sicm_arena_alloc(a, new_size);
+  ASSERT_NE(nullptr, new_part);
+  for (int interval = 0; interval < 4; interval++) {
+    memset(new_part, interval + 1, new_size);
+    ASSERT_EQ(0, sc_monitor_sample(m.get(), EveryArenaTakesPart, bytes.get()));
+    EXPECT_GE(bytes->referenced[slot], (uint64_t)new_size) << "interval " << interval;
   }
 }
 
