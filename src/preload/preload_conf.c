@@ -70,11 +70,25 @@ sicm_device *pl_device_resolve(const char *name, sicm_rank_by *rank) {
   return NULL;
 }
 
+/* Whether an earlier tier makes `devs` a repeat: one device that any
+ * tier holds already (the ranking reached it again, or it was listed
+ * twice), or several that a tier spreads over in the same way. */
+static int tier_known(sicm_device *const *devs, unsigned n, unsigned flags) {
+  for (unsigned i = 0; i < pl_conf.ntiers; i++) {
+    const pl_tier *t = &pl_conf.tiers[i];
+    if (n > 1 && t->flags == flags && t->ndevices == n &&
+        memcmp(t->devices, devs, n * sizeof *devs) == 0)
+      return 1;
+    for (unsigned d = 0; n == 1 && d < t->ndevices; d++)
+      if (t->devices[d] == devs[0])
+        return 1;
+  }
+  return 0;
+}
+
 static int tier_add(sicm_device *const *devs, unsigned n, unsigned flags) {
-  for (unsigned i = 0; i < pl_conf.ntiers; i++)
-    if (pl_conf.tiers[i].ndevices == n &&
-        memcmp(pl_conf.tiers[i].devices, devs, n * sizeof *devs) == 0)
-      return 0; /* listed twice, or the ranking reached the first device again */
+  if (tier_known(devs, n, flags))
+    return 0;
   if (pl_conf.ntiers == PL_TIERS_MAX) {
     pl_warn("spill: too many devices (at most 8 in the chain)", "");
     return -1;
@@ -101,6 +115,7 @@ static int tier_parse(const char *text, sicm_rank_by *rank) {
     if (strncmp(text, spread[i].prefix, len) == 0) {
       flags = spread[i].flags;
       text += len;
+      break;
     }
   }
   if (flags == SICM_ARENA_PREFERRED && strchr(text, '/') != NULL) {

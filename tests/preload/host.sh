@@ -58,6 +58,7 @@ step "weighted, one device" bad "device=weighted:node:0" "weighted: and interlea
 step "several without a spread" bad "device=node:0/node:0" "several devices make a tier only after"
 step "weighted, a device twice" bad "device=weighted:node:0/node:0" "a device listed twice in one tier: node:0"
 step "interleave, unknown device" bad "spill=interleave:node:0/fast" "unknown device .*fast"
+step "two prefixes" bad "device=weighted:interleave:node:0/node:0" "unknown device .*interleave"
 
 # The first releases' separator, ';' between settings and ',' in a list:
 # read as before, with one line saying what to write instead.
