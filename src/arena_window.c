@@ -10,6 +10,7 @@
  * address to its arena without a lock; a fixed arena's window (memory the
  * caller owns, anywhere) marks its chunks SC_CHUNK_MANY, and a short list
  * of those windows finds the owner. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <numaif.h>
@@ -310,18 +311,22 @@ static int window_map_huge(const sc_arena *a, char *base, size_t size, sc_window
  * placer's monitor stops reading past the last window and the rest of the
  * process, however large, costs it nothing (autoplace_monitor.c).  Where
  * the region is taken (by anything: MAP_FIXED_NOREPLACE never replaces a
- * mapping) or refused, as under ThreadSanitizer, the kernel picks. */
+ * mapping) or refused, the kernel picks; and always in a process that
+ * runs ThreadSanitizer, whose mmap turns a hint outside its application
+ * ranges into address 0, which MAP_FIXED_NOREPLACE would then map. */
 #define REGION_FIRST_CHUNK ((uintptr_t)0x100400000000 >> SC_CHUNK_SHIFT)
 #define REGION_END_CHUNK ((uintptr_t)0x540000000000 >> SC_CHUNK_SHIFT)
 #define REGION_SPREAD_CHUNKS 1024 /* the start varies over this many */
 #define REGION_TRIES 16           /* mappings of others met before giving up */
 
-static uintptr_t region_start;
+static uintptr_t region_start; /* 0: no region in this process */
 static pthread_once_t region_once = PTHREAD_ONCE_INIT;
 
 /* The start varies with the stack's randomized address, so arenas do not
  * land at one address in every process. */
 static void region_choose(void) {
+  if (dlsym(RTLD_DEFAULT, "__tsan_init") != NULL)
+    return;
   uintptr_t bits = (uintptr_t)&bits >> 12;
   bits ^= bits >> 17;
   region_start = REGION_FIRST_CHUNK + (bits * 0x9e3779b97f4a7c15ull >> 40) % REGION_SPREAD_CHUNKS;
@@ -330,6 +335,8 @@ static void region_choose(void) {
 /* A reservation of `size` bytes (chunks) in the region, or MAP_FAILED. */
 static char *region_map(size_t size, int prot) {
   pthread_once(&region_once, region_choose);
+  if (region_start == 0)
+    return MAP_FAILED;
   uintptr_t need = size >> SC_CHUNK_SHIFT, run = 0, tries = 0;
   for (uintptr_t c = region_start; c < REGION_END_CHUNK && tries < REGION_TRIES; c++) {
     run = __atomic_load_n(&sc_chunk_owner[c], __ATOMIC_ACQUIRE) == 0 ? run + 1 : 0;
