@@ -41,6 +41,13 @@ bool WithWeighted() {
   return on;
 }
 
+// FUZZ_NO_FIRST_TOUCH=1 makes the FIRST_TOUCH arenas PREFERRED instead,
+// the operations staying the same (tests/fuzz/guest.sh says why).
+bool WithFirstTouch() {
+  static const bool on = getenv("FUZZ_NO_FIRST_TOUCH") == nullptr;
+  return on;
+}
+
 // ---- arenas ----
 void Create(const Op &op) {
   if (arenas.size() >= kArenasMax) return;
@@ -66,6 +73,7 @@ void Create(const Op &op) {
                                             SICM_ARENA_FIRST_TOUCH};
       unsigned flags = placements[op.c % 4];
       if (flags == SICM_ARENA_INTERLEAVE && op.b % 2 && WithWeighted()) flags = SICM_ARENA_WEIGHTED;
+      if (flags == SICM_ARENA_FIRST_TOUCH && !WithFirstTouch()) flags = SICM_ARENA_PREFERRED;
       m.strict = flags == 0 || flags == SICM_ARENA_INTERLEAVE || flags == SICM_ARENA_WEIGHTED;
       m.h = sicm_arena_create_devices(0, m.devs.data(), n, flags);
       m.history = " flags " + std::to_string(flags);
