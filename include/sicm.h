@@ -537,6 +537,10 @@ SICM_API int sicm_stats_print(FILE *out, unsigned flags);
 
 /* Where the arena's pages are: adds to bytes[n] the bytes of its resident
  * pages on node n, for n < nnodes (pages on higher nodes are not counted).
+ * A FIRST_TOUCH arena's page that NUMA balancing has marked for a hinting
+ * fault (it scans no other kind) is not counted on kernels whose
+ * move_pages(2) reports such a page absent (Debian 12's 6.1) until it is
+ * touched again; moves take it all the same.
  * Returns 0, or -1 with errno EINVAL (bad handle, or bytes NULL even with
  * nnodes 0),
  * ESTALE, or the errno of move_pages(2). */

@@ -131,6 +131,18 @@ static void migrate_roll_back(sc_arena *a, const sc_binding *from, int huge) {
   (void)sc_pages_move(windows, n, from, 0, huge, a->move_flag, NULL, &back);
 }
 
+/* NUMA balancing marks pages of windows under the default policy (the
+ * only ones it scans) for a hinting fault, and on some kernels (Debian
+ * 12's 6.1) move_pages reports a page so marked as absent: a move would
+ * leave it behind, and it would reappear on its old node at the next
+ * access.  A read fault clears the mark; once the window is bound, the
+ * fault moves nothing (the kernel migrates on fault only under the
+ * default policy). */
+static void hinting_marks_clear(const sc_window *w, unsigned n) {
+  for (unsigned i = 0; i < n; i++)
+    (void)sc_resident_runs(w[i].base, w[i].reach, sc_populate_run, NULL);
+}
+
 /* Binds the arena to `to` and moves its pages there; 0, or -1 with errno
  * (the caller rolls back).  New binding first (windows reserved from now
  * on get it), then the windows' policy, then a snapshot of what is used:
@@ -150,11 +162,14 @@ static int move_to(sc_arena *a, const sc_binding *to, int guarded, int strict, i
   int relaxed = during.policy != to->policy;
   unsigned long long foreign = relaxed ? nodes_foreign(to) : 0;
   pthread_mutex_lock(&a->window_lock);
+  int hinted = a->binding.policy == MPOL_DEFAULT;
   sc_arena_binding_set(a, &during);
   pthread_mutex_unlock(&a->window_lock);
   unsigned n = sc_window_snapshot(a, windows);
   int rc = windows_bind(windows, n, &during);
   n = sc_window_snapshot(a, windows);
+  if (rc == 0 && hinted)
+    hinting_marks_clear(windows, n);
   if (rc == 0)
     rc = sc_pages_move(windows, n, &during, strict, huge, a->move_flag, watch, report);
   if (rc != 0 || !relaxed)
