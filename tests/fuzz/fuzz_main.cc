@@ -166,9 +166,7 @@ void Report(const std::vector<fuzz::Op> &all, const std::vector<size_t> &keep, c
     fprintf(stderr, "  [%zu] %s\n", i, fuzz::OpText(all[i]).c_str());
     list += (list.empty() ? "" : ",") + std::to_string(i);
   }
-  fprintf(stderr, "replay: %s%ssicm-fuzz --replay %llu --ops %zu%s --keep %s\n",
-          getenv("FUZZ_NO_WEIGHTED") ? "FUZZ_NO_WEIGHTED=1 " : "",
-          getenv("FUZZ_NO_FIRST_TOUCH") ? "FUZZ_NO_FIRST_TOUCH=1 " : "", (unsigned long long)seed, o.ops,
+  fprintf(stderr, "replay: sicm-fuzz --replay %llu --ops %zu%s --keep %s\n", (unsigned long long)seed, o.ops,
           o.check_mode ? " --check-mode" : "", list.c_str());
 }
 

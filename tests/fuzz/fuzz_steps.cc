@@ -35,18 +35,7 @@ unsigned shm_count;
 
 // Half the interleaved arenas, and some moves, are WEIGHTED, drawn from a
 // field the operation already has, so that a seed's operations stay what
-// they were before WEIGHTED.  FUZZ_NO_WEIGHTED=1 leaves them out.
-bool WithWeighted() {
-  static const bool on = getenv("FUZZ_NO_WEIGHTED") == nullptr;
-  return on;
-}
-
-// FUZZ_NO_FIRST_TOUCH=1 makes the FIRST_TOUCH arenas PREFERRED instead,
-// the operations staying the same (tests/fuzz/guest.sh says why).
-bool WithFirstTouch() {
-  static const bool on = getenv("FUZZ_NO_FIRST_TOUCH") == nullptr;
-  return on;
-}
+// they were before WEIGHTED.
 
 // ---- arenas ----
 void Create(const Op &op) {
@@ -72,8 +61,7 @@ void Create(const Op &op) {
       static const unsigned placements[] = {0, SICM_ARENA_PREFERRED, SICM_ARENA_INTERLEAVE,
                                             SICM_ARENA_FIRST_TOUCH};
       unsigned flags = placements[op.c % 4];
-      if (flags == SICM_ARENA_INTERLEAVE && op.b % 2 && WithWeighted()) flags = SICM_ARENA_WEIGHTED;
-      if (flags == SICM_ARENA_FIRST_TOUCH && !WithFirstTouch()) flags = SICM_ARENA_PREFERRED;
+      if (flags == SICM_ARENA_INTERLEAVE && op.b % 2) flags = SICM_ARENA_WEIGHTED;
       m.strict = flags == 0 || flags == SICM_ARENA_INTERLEAVE || flags == SICM_ARENA_WEIGHTED;
       m.h = sicm_arena_create_devices(0, m.devs.data(), n, flags);
       m.history = " flags " + std::to_string(flags);
@@ -142,9 +130,9 @@ void Move(const Op &op, bool async) {
     unsigned n = 1 + op.c % (base_devs.size() < 2 ? base_devs.size() : 2);
     for (unsigned i = 0; i < n; i++) to.push_back(BaseDev(op.b + i));
   }
-  unsigned flags = op.c % 4 == 3                           ? SICM_ARENA_PREFERRED
-                   : op.c % 4 == 1 && op.b % 2 && WithWeighted() ? SICM_ARENA_WEIGHTED
-                                                                 : 0;
+  unsigned flags = op.c % 4 == 3               ? SICM_ARENA_PREFERRED
+                   : op.c % 4 == 1 && op.b % 2 ? SICM_ARENA_WEIGHTED
+                                               : 0;
   int rc, err;
   if (async) {
     sicm_migration *m = sicm_arena_set_devices_async(a.h, to.data(), (unsigned)to.size(), flags);

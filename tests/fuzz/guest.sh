@@ -24,15 +24,7 @@ for n in /sys/devices/system/node/node[0-9]*; do
   echo "guest.sh: ${n##*/}: $(sed -n 's/.*MemFree: *//p' "$n/meminfo") free," \
     "$(cat "$n/hugepages/hugepages-2048kB/free_hugepages") huge pages free"
 done
-# Without WEIGHTED arenas and moves, and without FIRST_TOUCH arenas, here
-# (FUZZ_NO_WEIGHTED, FUZZ_NO_FIRST_TOUCH): an open defect.  On Linux 6.1,
-# from these seeds, an arena made FIRST_TOUCH and later moved to a strict
-# binding had pages on a node it was no longer bound to: first with
-# WEIGHTED moves among the operations, and, once arenas' windows moved low
-# in the address space, without them (seed 1795901238, 14 pages on node
-# 1 after a move to nodes 3 and 0).  Not understood yet.  The host fuzzer
-# keeps both.
-FUZZ_NO_WEIGHTED=1 FUZZ_NO_FIRST_TOUCH=1 FUZZ_SHRINK_SECONDS=${FUZZ_SHRINK_SECONDS:-60} FUZZ_MEMORY_MAX=96 \
+FUZZ_SHRINK_SECONDS=${FUZZ_SHRINK_SECONDS:-60} FUZZ_MEMORY_MAX=96 \
   "$fuzz" --seed "$seed" --seconds "$seconds" --ops 1000
 rc=$?
 reserve 0
