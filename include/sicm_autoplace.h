@@ -163,17 +163,25 @@ SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *t
  * Beside the kernel's own tiering: NUMA balancing (kernel.numa_balancing,
  * 1 or the tiering mode 2) moves only pages with no binding of their own:
  * a bound arena's pages stay where they are (tests/numa/numa_coexist), and
- * a FIRST_TOUCH arena's pages, which have none, it may move.  Demotion
+ * a FIRST_TOUCH arena's pages, which have none, it may move (slowly: its
+ * scanner spends a budget of address space per period, and most of an
+ * arena's window is address space the arena does not use).  Demotion
  * (/sys/kernel/mm/numa/demotion_enabled) overrides bindings: when a node
  * fills, reclaim moves its coldest pages, a bound arena's too, to the next
  * lower tier (BENCHMARKS.md, "Beside the kernel's tiering").  Such pages
  * are off the arena's devices (sicm_arena_residency()) until the arena
- * moves again; the placer counts them where they are.  When to use which:
- * the kernel's promotion toward the CPU that touches a page, for data no
- * arena holds, on machines with several tiers; the placer for arenas, and
- * for memory-only fast nodes (HBM) that NUMA balancing never promotes to,
- * since it promotes toward the accessing CPU's node.  DAMON's schemes were
- * not measured beside the placer.
+ * moves again; the placer counts them where they are.  DAMON's schemes
+ * on physical addresses (migrate_hot, migrate_cold) move any page, a
+ * bound arena's too; the placer does not chase the pages they move (it
+ * moves whole arenas), so the two do not fight in a loop.  When to use
+ * which (BENCHMARKS.md, "the placer beside the kernel's tiering"): the
+ * placer for arenas, without privilege, and for memory-only fast nodes
+ * (HBM) that NUMA balancing never promotes to, since it promotes toward
+ * the accessing CPU's node; NUMA balancing for data no arena holds, on
+ * machines with several tiers; DAMON, system-wide by physical address.
+ * Held to the default cpu_share, the placer measures arenas in huge pages
+ * (SICM_ARENA_HUGEPAGES) at short intervals; many MiB in 4 KiB pages
+ * lengthen them, and it then lags phases shorter than its interval.
  *
  * Returns 0, or -1 with errno (nothing started, nothing moved):
  *   EINVAL  c NULL; a device not from sicm_devices(), of huge pages or
