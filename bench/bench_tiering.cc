@@ -146,9 +146,7 @@ bool StartPlacer(Mode mode) {
 
 // The two most accessed arenas of a step, when they are clearly so.
 std::vector<unsigned> HotPair(const std::vector<double> &share) {
-  std::vector<unsigned> order(kArenas);
-  for (unsigned i = 0; i < kArenas; i++) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) { return share[a] > share[b]; });
+  std::vector<unsigned> order = ByShare(share);
   if (share[order[kBudgetArenas - 1]] <= share[order[kBudgetArenas]]) return {};
   std::vector<unsigned> pair(order.begin(), order.begin() + kBudgetArenas);
   std::sort(pair.begin(), pair.end());
@@ -161,9 +159,7 @@ std::vector<unsigned> HotPair(const std::vector<double> &share) {
 // with its budget's worth of fast pages, the most accessed arenas' first
 // (the best use it could have made of that much).
 double ServedWithinBudget(const std::vector<double> &share, const std::vector<double> &fast_fraction) {
-  std::vector<unsigned> order(kArenas);
-  for (unsigned i = 0; i < kArenas; i++) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) { return share[a] > share[b]; });
+  std::vector<unsigned> order = ByShare(share);
   double room = (double)(kBudgetArenas * kArenaBytes), served = 0;
   for (unsigned i : order) {
     double fast = std::min(room, fast_fraction[i] * (double)kArenaBytes);

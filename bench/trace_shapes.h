@@ -60,14 +60,21 @@ inline void SleepUntil(const timespec &t) {
   }
 }
 
-// The oracle's step: it holds the kBudgetArenas most accessed arenas of
-// the step at no cost; adds what it serves and the bytes its set changes.
-inline void OracleStep(const std::vector<double> &share, std::vector<unsigned> *held, double *served,
-                       double *moved) {
+// The arenas from the most accessed in a step to the least (ties in
+// their order).
+inline std::vector<unsigned> ByShare(const std::vector<double> &share) {
   std::vector<unsigned> order(kArenas);
   for (unsigned i = 0; i < kArenas; i++) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](unsigned a, unsigned b) { return share[a] > share[b]; });
+  return order;
+}
+
+// The oracle's step: it holds the kBudgetArenas most accessed arenas of
+// the step at no cost; adds what it serves and the bytes its set changes.
+inline void OracleStep(const std::vector<double> &share, std::vector<unsigned> *held, double *served,
+                       double *moved) {
+  std::vector<unsigned> order = ByShare(share);
   std::vector<unsigned> set(order.begin(), order.begin() + kBudgetArenas);
   // Ties keep what the oracle holds, so that "equal" costs it nothing.
   if (std::all_of(set.begin(), set.end(), [&](unsigned i) { return share[i] == share[set[0]]; }) &&
