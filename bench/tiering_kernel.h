@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "sicm.h"
+
 namespace tiering {
 
 inline std::string ReadText(const std::string &path) {
@@ -108,16 +110,19 @@ constexpr const char *kBalancingMode = "/proc/sys/kernel/numa_balancing";
 class Balancing {
  public:
   bool Start() {
+    started_ = true;
     saved_demotion_ = ReadText(kDemotion);
     return WriteText(kBalancingMode, "2") && WriteText(kDemotion, "true");
   }
   ~Balancing() {
+    if (!started_) return;
     WriteText(kBalancingMode, "0");
     if (!saved_demotion_.empty()) WriteText(kDemotion, saved_demotion_);
   }
 
  private:
   static constexpr const char *kDemotion = "/sys/kernel/mm/numa/demotion_enabled";
+  bool started_ = false;
   std::string saved_demotion_;
 };
 
@@ -133,6 +138,7 @@ class Balancing {
 class Damon {
  public:
   bool Start(int fast, int slow) {
+    made_ = true;
     if (!WriteText(kRoot + "nr_kdamonds", "2")) return false;
     for (int i = 0; i < 2; i++) {
       bool promote = i == 0;
@@ -192,12 +198,12 @@ class Damon {
   }
   ~Damon() {
     for (int i = 0; on_ && i < 2; i++) WriteText(kRoot + std::to_string(i) + "/state", "off");
-    WriteText(kRoot + "nr_kdamonds", "0");
+    if (made_) WriteText(kRoot + "nr_kdamonds", "0");
   }
 
  private:
   const std::string kRoot = "/sys/kernel/mm/damon/admin/kdamonds/";
-  bool on_ = false;
+  bool made_ = false, on_ = false;
 };
 
 // Cuts the fast node's free memory down to `keep` bytes above its
@@ -221,14 +227,10 @@ class Capacity {
 
  private:
   static std::string NodePath(int node) { return "/sys/devices/system/node/node" + std::to_string(node); }
+  // The node's MemFree, as libsicm reads it for a move's room check.
   static long long NodeFree(int node) {
-    FILE *f = fopen((NodePath(node) + "/meminfo").c_str(), "r");
-    char line[256];
-    long long kb = -1;
-    while (f != nullptr && fgets(line, sizeof line, f))
-      if (const char *at = strstr(line, "MemFree:")) kb = atoll(at + 8);
-    if (f != nullptr) fclose(f);
-    return kb * 1024;
+    size_t bytes = 0;
+    return sicm_device_get_free_bytes(sicm_device_of_node(node, 0), &bytes) == 0 ? (long long)bytes : -1;
   }
   // The node's high (or, where higher, promotion) watermarks, in bytes:
   // free memory the kernel keeps, so not capacity.
