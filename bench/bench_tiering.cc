@@ -29,7 +29,7 @@
 // the placer's own whole-arena moves apart),
 // CPU seconds of the process (its hinting faults and the placer's
 // thread) and of the kernel's tiering threads (kdamond, kswapd), the
-// placer's own thread's, and the reaction: the mean time from a change of
+// placer's own thread's (and of that, its moves'), and the reaction: the mean time from a change of
 // the hot pair until 90% of it is on the fast node (a change it never
 // reaches counts until the next change; react_missed counts those).
 #include <benchmark/benchmark.h>
@@ -266,6 +266,7 @@ void Tiering(benchmark::State &state, const Trace *trace, Mode mode) {
     state.counters["process_cpu_s"] = after.process_cpu - before.process_cpu;
     state.counters["kernel_cpu_s"] = after.kernel_cpu - before.kernel_cpu;
     state.counters["placer_cpu_s"] = placer.cpu_seconds;
+    state.counters["placer_move_cpu_s"] = placer.move_cpu_seconds;
     state.counters["placer_interval_ms"] = placer.interval_kept_ms;
     state.counters["react_s"] =
         reaction.changes ? reaction.total_steps * kIntervalMs / 1000.0 / reaction.changes : -1;
