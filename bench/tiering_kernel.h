@@ -206,20 +206,29 @@ class Damon {
   bool made_ = false, on_ = false;
 };
 
-// Cuts the fast node's free memory down to `keep` bytes above its
-// watermarks by reserving the rest as 2 MiB hugetlb pages: memory that no
-// mechanism, ours or the kernel's, can fill or move, so that all of them
-// meet the same capacity.  Above the watermarks, or above the margin
-// libsicm keeps free on a move's target where that is more: the kernel's
-// mechanisms may then hold more than `keep`, never less.  Given back
-// when it goes.
+// Cuts the fast node's free memory down to `keep` bytes above a margin by
+// reserving the rest as 2 MiB hugetlb pages: memory that no mechanism,
+// ours or the kernel's, can fill or move, so that all of them meet the
+// same capacity.  The margin: the node's watermarks, or, where that is
+// more and `ours` is set, the margin libsicm keeps free on a move's
+// target (`ours` false: the kernel's mechanisms alone, which stop at
+// their watermarks).  The node is compacted and the cut retried while
+// fragmentation left more than a huge page over.  Given back when it goes.
 class Capacity {
  public:
-  Capacity(int node, size_t keep) : path_(NodePath(node) + "/hugepages/hugepages-2048kB/nr_hugepages") {
+  Capacity(int node, size_t keep, bool ours = true)
+      : path_(NodePath(node) + "/hugepages/hugepages-2048kB/nr_hugepages") {
     WriteText(path_, "0");
-    size_t margin = std::max(Watermarks(node), (size_t)33 << 20);
-    long long free_bytes = NodeFree(node), want = (long long)(keep + margin);
-    if (free_bytes > want) WriteText(path_, std::to_string((free_bytes - want) >> 21));
+    size_t margin = ours ? std::max(Watermarks(node), (size_t)33 << 20) : Watermarks(node);
+    long long want = (long long)(keep + margin), reserved = 0;
+    for (int tries = 0; tries < 4; tries++) {
+      long long excess = NodeFree(node) - want;
+      if (excess < (2 << 20)) break;
+      if (tries > 0) WriteText(NodePath(node) + "/compact", "1");
+      reserved += excess >> 21;
+      WriteText(path_, std::to_string(reserved));
+      reserved = atoll(ReadText(path_).c_str());
+    }
     free_ = NodeFree(node) - (long long)Watermarks(node);
   }
   ~Capacity() { WriteText(path_, "0"); }

@@ -8,10 +8,14 @@ served from the fast node beside the oracle's, the MiB the kernel
 migrated (ours too; the placer's own moves apart), the CPU seconds the mode cost beyond no placement
 (the process's and the kernel's tiering threads', against the run of no
 placement on the same trace, so a few hundredths either way are noise),
-the placer thread's own, and the reaction to a change of the hot pair."""
+the placer thread's own, and the reaction to a change of the hot pair.
+Then hpcc's runs under tiering_program (HMAT4-program.jsonl, a line per
+mode; the placer's CPU from the SICM_STATS reports in HMAT4-hpcc/), where
+present."""
 import glob
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -75,6 +79,67 @@ def table(rows, title):
     return "\n".join(out)
 
 
+def program_rows(prefix):
+    """[(mode, run, placer's CPU seconds and its moves' or None)] of
+    PREFIX-program.jsonl, in the order run."""
+    rows = []
+    try:
+        lines = open(prefix + "-program.jsonl").read().splitlines()
+    except OSError:
+        return rows
+    for line in lines:
+        run = json.loads(line)
+        placer = None
+        try:
+            # One report per process of the run (Open MPI's helper has
+            # the preload too): the program's is the one with arenas.
+            with open(f"{prefix}-hpcc/stats-{run['mode']}-{run['round']}.json") as f:
+                report = max((json.loads(r) for r in f.read().splitlines()), key=lambda r: len(r["arenas"]))
+            placer = (report["placer"]["cpu_seconds"], report["placer"]["move_cpu_seconds"])
+        except (OSError, IndexError, KeyError, ValueError):
+            pass
+        rows.append((run["mode"], run, placer))
+    return rows
+
+
+def spread(values, form):
+    """The median of values, and their range when there are several."""
+    values = sorted(values)
+    if not values:
+        return "–"
+    median = statistics.median(values)
+    if len(values) == 1:
+        return form % median
+    return f"{form % median} ({form % values[0]}–{form % values[-1]})"
+
+
+def program_table(rows, title):
+    """Per mode, over its rounds: the median (and range) of each figure;
+    CPU beyond none against none's median."""
+    ok = [(m, r, p) for m, r, p in rows if not r["exit"]]
+    modes = list(dict.fromkeys(m for m, _, _ in rows))
+    spent = lambda x: x["program_cpu_s"] + x["kernel_cpu_s"]
+    base = [spent(r) for m, r, _ in ok if m == "none"]
+    base = statistics.median(base) if base else None
+    out = [f"**hpcc, {title}** ({max(r['round'] for _, r, _ in rows)} rounds: median (range))", "",
+           "| mode | share of written pages served fast | the same, scaled to the budget "
+           "| program's MiB on the fast node, mean / peak | MiB migrated | CPU s beyond none "
+           "| placer thread CPU s (moves) | failed runs |",
+           "|---|---|---|---|---|---|---|---|"]
+    for mode in modes:
+        runs = [(r, p) for m, r, p in ok if m == mode]
+        failed = sum(1 for m, r, _ in rows if m == mode and r["exit"])
+        col = lambda key, form: spread([r[key] for r, _ in runs], form)
+        beyond = "–" if base is None else spread([spent(r) - base for r, _ in runs], "%.1f")
+        placed = [p for _, p in runs if p is not None]
+        own = "–" if not placed else (spread([p[0] for p in placed], "%.2f") + " ("
+                                      + spread([p[1] for p in placed], "%.2f") + ")")
+        held = f"{col('fast_resident_mean_MiB', '%.0f')} / {col('fast_resident_max_MiB', '%.0f')}"
+        out.append(f"| {mode} | {col('share', '%.3f')} | {col('share_scaled', '%.3f')} | {held} "
+                   f"| {col('MiB_migrated', '%.0f')} | {beyond} | {own} | {failed} |")
+    return "\n".join(out)
+
+
 def plot(runs, prefix):
     with open(prefix + ".csv", "w") as f:
         f.write("topology,trace,mode,share,oracle_share\n")
@@ -114,6 +179,10 @@ def main():
     runs = [(topo, load(path)) for (topo, _), path in zip(TOPOLOGIES, sys.argv[1:3])]
     prefix = sys.argv[3]
     text = "\n\n".join(table(rows, dict(TOPOLOGIES)[topo]) for topo, rows in runs)
+    for (topo, title), path in zip(TOPOLOGIES, sys.argv[1:3]):
+        rows = program_rows(path)
+        if rows:
+            text += "\n\n" + program_table(rows, title)
     with open(prefix + ".md", "w") as f:
         f.write(text + "\n")
     print(text)
