@@ -124,7 +124,7 @@ def program_table(rows, title):
     out = [f"**hpcc, {title}** ({max(r['round'] for _, r, _ in rows)} rounds: median (range))", "",
            "| mode | share of written pages served fast | the same, scaled to the budget "
            "| program's MiB on the fast node, mean / peak | MiB migrated | CPU s beyond none "
-           "| placer thread CPU s (moves) | failed runs |",
+           "| placer thread CPU s | failed runs |",
            "|---|---|---|---|---|---|---|---|"]
     for mode in modes:
         runs = [(r, p) for m, r, p in ok if m == mode]
@@ -132,8 +132,8 @@ def program_table(rows, title):
         col = lambda key, form: spread([r[key] for r, _ in runs], form)
         beyond = "–" if base is None else spread([spent(r) - base for r, _ in runs], "%.1f")
         placed = [p for _, p in runs if p is not None]
-        own = "–" if not placed else (spread([p[0] for p in placed], "%.2f") + " ("
-                                      + spread([p[1] for p in placed], "%.2f") + ")")
+        own = "–" if not placed else (spread([p[0] for p in placed], "%.2f") + "; moves "
+                                      + spread([p[1] for p in placed], "%.2f"))
         held = f"{col('fast_resident_mean_MiB', '%.0f')} / {col('fast_resident_max_MiB', '%.0f')}"
         out.append(f"| {mode} | {col('share', '%.3f')} | {col('share_scaled', '%.3f')} | {held} "
                    f"| {col('MiB_migrated', '%.0f')} | {beyond} | {own} | {failed} |")
