@@ -178,7 +178,10 @@ SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *t
  * placer for arenas, without privilege, and for memory-only fast nodes
  * (HBM) that NUMA balancing never promotes to, since it promotes toward
  * the accessing CPU's node; NUMA balancing for data no arena holds, on
- * machines with several tiers; DAMON, system-wide by physical address.
+ * machines with several tiers, and for a hot block larger than the fast
+ * tier's room (the placer moves whole arenas, so such a block, like
+ * hpcc's HPL matrix there, never reaches the fast tier); DAMON,
+ * system-wide by physical address.
  * Held to the default cpu_share, the placer measures arenas in huge pages
  * (SICM_ARENA_HUGEPAGES) at short intervals; many MiB in 4 KiB pages
  * lengthen them, and it then lags phases shorter than its interval.
