@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // bench_monitor.cc: what the placer's measuring costs, and how soon it
 // sees an arena turn hot, as the process grows.  `make bench-monitor`
-// (host).
+// (host; in a guest with SICM_MONITOR_GIB).
 //
 // Monitor/resident_gib:<G>/inside:<0|1>/huge:<0|1>/arenas:<N>/cpu_pct:<P>:
 // a process holding G GiB resident (in base pages or transparent huge
@@ -205,11 +205,26 @@ void BM_Monitor(benchmark::State &state) {
   state.counters["react_s"] = reaction.seconds;
 }
 
+// The resident sizes: 1, 8 and 16 GiB, or the list in SICM_MONITOR_GIB
+// ("1,8": what a guest holds).
+std::vector<int> Sizes() {
+  const char *v = getenv("SICM_MONITOR_GIB");
+  std::vector<int> sizes;
+  for (const char *p = v; p != nullptr && *p != '\0';) {
+    char *end;
+    long g = strtol(p, &end, 10);
+    if (end == p || g < 1) break;
+    sizes.push_back((int)g);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return sizes.empty() ? std::vector<int>{1, 8, 16} : sizes;
+}
+
 // Each case with its peer next to it, the many-arena cases last: the
 // arenas a case destroys leave mappings that later cases walk too.
 void Cases(benchmark::internal::Benchmark *b) {
   for (int inside : {0, 1})
-    for (int gib : {1, 8, 16})
+    for (int gib : Sizes())
       for (int huge : {0, 1})
         for (int pct : {1, 100}) b->Args({gib, inside, huge, 10, pct});
   for (int n : {1000, 4000})
