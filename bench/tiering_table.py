@@ -10,8 +10,8 @@ migrated (ours too; the placer's own moves apart), the CPU seconds the mode cost
 placement on the same trace, so a few hundredths either way are noise),
 the placer thread's own, and the reaction to a change of the hot pair.
 Then hpcc's runs under tiering_program (HMAT4-program.jsonl, a line per
-mode; the placer's CPU from the SICM_STATS reports in HMAT4-hpcc/), where
-present."""
+run, each mode once a round; the placer's CPU from the SICM_STATS reports
+in HMAT4-hpcc/), where present: per mode, the median and range."""
 import glob
 import json
 import shutil
