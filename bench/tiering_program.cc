@@ -21,9 +21,13 @@
 //              node past the budget, and the placer (200 ms interval, the
 //              fast budget) moves the hot sites' arenas;
 //   placer-1%cpu  the same, measuring held to its default 1% of a core;
+//   placer-1%cpu-thp  the same with the system's transparent huge pages
+//              "always", so that the preload's arenas get them and the
+//              placer measures them per 2 MiB;
 //   balancing  NUMA balancing in tiering mode, demotion on (the binding
 //              has MPOL_F_NUMA_BALANCING, so that it may move pages
 //              between the two nodes);
+//   balancing-thp  the same with transparent huge pages "always";
 //   damon      DAMON's migrate_hot/migrate_cold schemes as bench_tiering
 //              sets them up.
 //
@@ -97,8 +101,34 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 
-enum Mode { NONE, PLACER, PLACER_FRUGAL, BALANCING, DAMON, MODES };
-const char *const kModeNames[MODES] = {"none", "placer", "placer-1%cpu", "balancing", "damon"};
+enum Mode { NONE, PLACER, PLACER_FRUGAL, PLACER_FRUGAL_HUGE, BALANCING, BALANCING_HUGE, DAMON, MODES };
+const char *const kModeNames[MODES] = {"none",      "placer",        "placer-1%cpu", "placer-1%cpu-thp",
+                                       "balancing", "balancing-thp", "damon"};
+
+bool Placed(Mode m) { return m == PLACER || m == PLACER_FRUGAL || m == PLACER_FRUGAL_HUGE; }
+bool Balanced(Mode m) { return m == BALANCING || m == BALANCING_HUGE; }
+bool Huge(Mode m) { return m == PLACER_FRUGAL_HUGE || m == BALANCING_HUGE; }
+
+// The system's transparent huge pages "always" for a run (an unmodified
+// program's memory, and the preload's arenas, get them only so), and
+// back to the setting before.
+class HugeAlways {
+ public:
+  explicit HugeAlways(bool on) {
+    if (!on) return;
+    std::string now = tiering::ReadText(kEnabled);
+    size_t open = now.find('['), close = now.find(']');
+    if (open != std::string::npos && close > open) saved_ = now.substr(open + 1, close - open - 1);
+    tiering::WriteText(kEnabled, "always");
+  }
+  ~HugeAlways() {
+    if (!saved_.empty()) tiering::WriteText(kEnabled, saved_);
+  }
+
+ private:
+  static constexpr const char *kEnabled = "/sys/kernel/mm/transparent_hugepage/enabled";
+  std::string saved_;
+};
 
 double Seconds(const timeval &t) { return (double)t.tv_sec + (double)t.tv_usec * 1e-6; }
 
@@ -191,12 +221,12 @@ void Pin(int cpu) {
                              char **argv) {
   Pin(0);
   unsigned long nodes = (1ul << fast) | (1ul << slow);
-  int flags = mode == BALANCING ? MPOL_F_NUMA_BALANCING : 0;
+  int flags = Balanced(mode) ? MPOL_F_NUMA_BALANCING : 0;
   if (set_mempolicy(MPOL_BIND | flags, &nodes, 64) != 0) {
     perror("tiering_program: set_mempolicy");
     _exit(127);
   }
-  if (mode == PLACER || mode == PLACER_FRUGAL) {
+  if (Placed(mode)) {
     // Node 0 first, as the binding fills it; past the budget (when node 0
     // is the fast node) the other one.
     int first = 0, other = fast == 0 ? slow : fast;
@@ -223,7 +253,8 @@ int main(int argc, char **argv) {
   while (argc > 5 && mode < MODES && strcmp(argv[1], kModeNames[mode]) != 0) mode++;
   if (argc < 6 || mode == MODES || strcmp(argv[4], "--") != 0) {
     fprintf(stderr,
-            "usage: tiering_program none|placer|placer-1%%cpu|balancing|damon PRELOAD STATS -- PROGRAM...\n");
+            "usage: tiering_program MODE PRELOAD STATS -- PROGRAM...\n"
+            "  MODE: none, placer, placer-1%%cpu, placer-1%%cpu-thp, balancing, balancing-thp, damon\n");
     return 2;
   }
   const int fast = EnvInt("SICM_TIERING_FAST", 2), slow = EnvInt("SICM_TIERING_SLOW", 0);
@@ -236,10 +267,11 @@ int main(int argc, char **argv) {
   Pin(1);
   tiering::WriteText(tiering::kBalancingMode, "0");
   {
-    tiering::Capacity capacity(fast, budget, mode == PLACER || mode == PLACER_FRUGAL);
+    tiering::Capacity capacity(fast, budget, Placed((Mode)mode));
+    HugeAlways huge(Huge((Mode)mode));
     tiering::Balancing balancing;
     tiering::Damon damon;
-    if ((mode == BALANCING && !balancing.Start()) || (mode == DAMON && !damon.Start(fast, slow))) {
+    if ((Balanced((Mode)mode) && !balancing.Start()) || (mode == DAMON && !damon.Start(fast, slow))) {
       fprintf(stderr, "tiering_program: %s did not start (root, Linux 6.12)\n", kModeNames[mode]);
       return 1;
     }
