@@ -90,10 +90,7 @@ void TraceReplay(benchmark::State &state, const Trace *trace) {
         served += resident ? accesses * (double)bytes[kFast] / (double)resident : 0;
       }
       OracleStep(share, &oracle_set, &oracle, &oracle_moved);
-      next.tv_nsec += kIntervalMs * 1000000L;
-      next.tv_sec += next.tv_nsec / 1000000000L;
-      next.tv_nsec %= 1000000000L;
-      SleepUntil(next);
+      SleepNextStep(&next);
     }
     sicm_autoplace_stop();
     double moved = 0;

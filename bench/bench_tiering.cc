@@ -29,9 +29,10 @@
 // the placer's own whole-arena moves apart),
 // CPU seconds of the process (its hinting faults and the placer's
 // thread) and of the kernel's tiering threads (kdamond, kswapd), the
-// placer's own thread's (and of that, its moves'), and the reaction: the mean time from a change of
-// the hot pair until 90% of it is on the fast node (a change it never
-// reaches counts until the next change; react_missed counts those).
+// placer's own thread's (and of that, its moves'), and the reaction:
+// the mean time from a change of the hot pair until 90% of it is on the
+// fast node (a change it never reaches counts until the next change;
+// react_missed counts those).
 #include <benchmark/benchmark.h>
 #include <numaif.h>
 #include <sched.h>
@@ -76,19 +77,12 @@ int EnvNode(const char *name, int fallback) {
 const int kFastNode = EnvNode("SICM_TIERING_FAST", 2);
 const int kSlowNode = EnvNode("SICM_TIERING_SLOW", 0);
 
-double ProcessCpu() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
 // What the machine spent over a run: read before and after.
 struct Spent {
   double process_cpu, kernel_cpu;
   long long migrated_pages;
   static Spent Now() {
-    return {ProcessCpu(), tiering::KernelThreadsCpu(), tiering::Vmstat("pgmigrate_success")};
+    return {tiering::ProcessCpu(), tiering::KernelThreadsCpu(), tiering::Vmstat("pgmigrate_success")};
   }
 };
 
@@ -235,10 +229,7 @@ void Tiering(benchmark::State &state, const Trace *trace, Mode mode) {
       served += ServedWithinBudget(share, fast_fraction);
       reaction.Step(s, share, fast_fraction);
       OracleStep(share, &oracle_set, &oracle, &oracle_moved);
-      next.tv_nsec += kIntervalMs * 1000000L;
-      next.tv_sec += next.tv_nsec / 1000000000L;
-      next.tv_nsec %= 1000000000L;
-      SleepUntil(next);
+      SleepNextStep(&next);
     }
     reaction.End(trace->steps);
     if (Damoned(mode)) fprintf(stderr, "Tiering/%s/%s: DAMON tried:applied bytes %s\n", trace->name,

@@ -8,6 +8,7 @@
 #define SICM_BENCH_TIERING_KERNEL_H
 #include <dirent.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +20,18 @@
 #include "sicm.h"
 
 namespace tiering {
+
+// CPU seconds of a rusage: user and system.
+inline double CpuSeconds(const rusage &u) {
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// This process's CPU seconds so far.
+inline double ProcessCpu() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return CpuSeconds(u);
+}
 
 inline std::string ReadText(const std::string &path) {
   FILE *f = fopen(path.c_str(), "r");

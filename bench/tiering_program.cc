@@ -130,14 +130,6 @@ class HugeAlways {
   std::string saved_;
 };
 
-double Seconds(const timeval &t) { return (double)t.tv_sec + (double)t.tv_usec * 1e-6; }
-
-double SelfCpu() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return Seconds(u.ru_utime) + Seconds(u.ru_stime);
-}
-
 // Which node a page frame is on: the nodes' physical ranges.
 struct Frames {
   std::vector<int> nodes;
@@ -276,7 +268,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     long long migrated = tiering::Vmstat("pgmigrate_success");
-    double kernel_cpu = tiering::KernelThreadsCpu(), sampler_cpu = SelfCpu();
+    double kernel_cpu = tiering::KernelThreadsCpu(), sampler_cpu = tiering::ProcessCpu();
     timespec start, next;
     clock_gettime(CLOCK_MONOTONIC, &start);
     next = start;
@@ -292,10 +284,7 @@ int main(int argc, char **argv) {
     int status = 0;
     rusage usage = {};
     while (wait4(pid, &status, WNOHANG, &usage) == 0) {
-      next.tv_nsec += traces::kIntervalMs * 1000000L;
-      next.tv_sec += next.tv_nsec / 1000000000L;
-      next.tv_nsec %= 1000000000L;
-      traces::SleepUntil(next);
+      traces::SleepNextStep(&next);
       if (!WrittenFrames(pid, &pfns, &resident)) continue;
       unsigned long long fast_pages = 0, held = 0, budget_pages = budget / kPage;
       for (uint64_t pfn : pfns) fast_pages += frames.NodeOf(pfn) == fast;
@@ -317,8 +306,8 @@ int main(int argc, char **argv) {
            all ? scaled / (double)all : 0.0, all,
            looks ? fast_resident_sum / (double)looks : 0.0, fast_resident_max, looks,
            (double)(tiering::Vmstat("pgmigrate_success") - migrated) * 4096 / (1 << 20),
-           Seconds(usage.ru_utime) + Seconds(usage.ru_stime), tiering::KernelThreadsCpu() - kernel_cpu,
-           SelfCpu() - sampler_cpu,
+           tiering::CpuSeconds(usage), tiering::KernelThreadsCpu() - kernel_cpu,
+           tiering::ProcessCpu() - sampler_cpu,
            (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) * 1e-9,
            (double)capacity.FreeAboveWatermarks() / (1 << 20));
     fflush(stdout);

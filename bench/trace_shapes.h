@@ -55,8 +55,13 @@ const Trace kTraces[] = {
     {"equal", 60, [](unsigned) { return std::vector<double>(kArenas, 0.5); }},
 };
 
-inline void SleepUntil(const timespec &t) {
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, nullptr) == EINTR) {
+// Moves *next one step on and sleeps until then: steps keep their period
+// however long the work between them took.
+inline void SleepNextStep(timespec *next) {
+  next->tv_nsec += kIntervalMs * 1000000L;
+  next->tv_sec += next->tv_nsec / 1000000000L;
+  next->tv_nsec %= 1000000000L;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, nullptr) == EINTR) {
   }
 }
 
