@@ -157,6 +157,17 @@ SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *t
  * arena no sooner than 8 intervals later.  An arena the program moves
  * itself is pinned (SICM_AUTOPLACE_PIN) until set back to AUTO.
  *
+ * Split: the room the set leaves goes to the hottest arena too large for
+ * it, in part — the first bytes of its address space, in whole 2 MiB,
+ * preferred on the fast tier — by the same cost rule on the part's share of its accesses.
+ * The rest of the arena stays where it is bound, and its binding does not
+ * change (sicm_arena_get_devices(), and on_fast 0 in its rates).  The part
+ * grows once the room grew by a quarter of it; it goes home whole when a
+ * promotion needs its room, another arena ranks above it, or the budget
+ * no longer holds it.  One arena at a time is split: a private arena of
+ * base pages, not SICM_ARENA_ANYWHERE.  The part is chosen by address,
+ * not by heat within the arena: the monitor measures arenas, not pages.
+ *
  * The same placer starts without code change from the environment
  * variable SICM_AUTOPLACE, read by the first sicm_init() (sicm(7)).
  *
@@ -179,9 +190,9 @@ SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *t
  * (HBM) that NUMA balancing never promotes to, since it promotes toward
  * the accessing CPU's node; NUMA balancing for data no arena holds, on
  * machines with several tiers, and for a hot block larger than the fast
- * tier's room (the placer moves whole arenas, so such a block, like
- * hpcc's HPL matrix there, never reaches the fast tier); DAMON,
- * system-wide by physical address.
+ * tier's room whose hot pages are not its first ones (the placer's part
+ * of such a block is chosen by address, the kernel's pages by their
+ * accesses); DAMON, system-wide by physical address.
  * Held to the default cpu_share, the placer measures arenas in huge pages
  * (SICM_ARENA_HUGEPAGES) at short intervals; many MiB in 4 KiB pages
  * lengthen them, and it then lags phases shorter than its interval.

@@ -27,6 +27,9 @@ enum {
  * arena displacing one of its size exactly at the bar, where the
  * monitor's sampling decides. */
 static const double HYSTERESIS = 0.25, MOVE_WEIGHT = 1.0 / 3;
+/* A split arena's part is whole transparent huge pages, so that binding
+ * it never splits one. */
+static const uint64_t SPLIT_GRAIN = 2 << 20;
 
 /* What the placer keeps of one arena slot. */
 typedef struct autoplace_track {
@@ -43,6 +46,7 @@ typedef struct autoplace_track {
    * (after a promotion, and whenever it grew since), and how many of
    * them were off the tier then (a promotion only part of which fit). */
   uint64_t counted_resident, off_fast;
+  uint64_t part;                /* off the fast tier: the bytes of its part there */
   sicm_arena_rates rates;
 } autoplace_track;
 
@@ -72,8 +76,9 @@ static void track_home(autoplace_track *t, sc_arena *a, sicm_device *const *devs
   t->nhome = sc_autoplace_home(a, devs, n, &placer.fast_nodes, t->home, &t->home_flags);
 }
 
-/* Moves the arena of slot `slot` on or off the fast tier; 0 or -1. */
-static int autoplace_move(unsigned slot, int promote, const char *why) {
+/* Moves the arena of slot `slot` whole (part 0) on or off the fast tier,
+ * or places `part` bytes of it there, the rest where it is; 0 or -1. */
+static int autoplace_move(unsigned slot, int promote, uint64_t part, const char *why) {
   autoplace_track *t = &placer.tracks[slot];
   sc_arena *a = sc_arena_slots[slot];
   sicm_arena sa = sc_arena_handle(a, t->generation);
@@ -101,7 +106,8 @@ static int autoplace_move(unsigned slot, int promote, const char *why) {
       rc = sc_arena_move(sa, to, 1, SICM_ARENA_PREFERRED, &first);
   }
   if (rc == 0)
-    rc = sc_arena_move(sa, to, nto, flags, &report);
+    rc = part ? sc_arena_move_part(sa, to, nto, part, &report)
+              : sc_arena_move(sa, to, nto, flags, &report);
   else
     report = first;
   __atomic_fetch_add(&placer.totals.move_cpu_ns, sc_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0,
@@ -113,6 +119,8 @@ static int autoplace_move(unsigned slot, int promote, const char *why) {
   int err = rc ? errno : 0;
   if (rc != 0 && (err == ESTALE || err == EPERM))
     return -1; /* destroyed, or taken by the program, meanwhile: not the placer's */
+  /* A whole move, or a roll back, bound every window anew. */
+  t->part = rc ? 0 : part;
   t->since_move = 0;
   t->retry_in = rc ? RETRY_AFTER : 0;
   if (rc == 0 && promote)
@@ -206,6 +214,7 @@ static sc_arena *track_arena(unsigned slot, uint64_t *generation, sicm_device **
   uint64_t moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
   if (moves != t->program_moves) { /* migrate.c pinned it */
     t->program_moves = moves;
+    t->part = 0; /* the program's move bound every window */
     sc_autoplace_decision_record(slot, a, -1, devs[0]->node, 0, NULL,
                                  "the program moved it: pinned");
   }
@@ -291,33 +300,24 @@ static unsigned interval_update(uint64_t elapsed_ns, uint64_t *on_fast_bytes) {
     if (!rates_update(slot, a, generation, fast, elapsed_ns, alpha) ||
         !placed_here(slot, a, generation, devs[0]->node))
       continue;
-    if (fast)
-      *on_fast_bytes += t->rates.resident;
+    *on_fast_bytes += fast ? t->rates.resident
+                           : t->part < t->rates.resident ? t->part : t->rates.resident;
     placer.plan[n] = (sc_plan_arena){.resident = t->rates.resident,
                                      .referenced = t->rates.referenced_last,
                                      .rate = t->rate, .on_fast = fast,
                                      .anywhere = (a->flags & SICM_ARENA_ANYWHERE) != 0,
                                      .movable = t->since_move >= MIN_STAY && t->retry_in == 0,
-                                     .regret = t->regret};
+                                     .regret = t->regret, .splittable = sc_autoplace_splittable(a),
+                                     .part = fast ? 0 : t->part};
     placer.plan_slot[n++] = slot;
   }
   return n;
 }
 
-static uint64_t fast_free_bytes(void) {
-  uint64_t free_bytes = 0;
-  for (unsigned i = 0; i < placer.config.ndevices; i++) {
-    size_t f;
-    if (sicm_device_get_free_bytes(placer.config.devices[i], &f) == 0)
-      free_bytes += f;
-  }
-  return free_bytes;
-}
-
 /* The budget: the configured one, never more than the fast tier's free
  * memory (plus what the placer's arenas hold there) less the reserve. */
 static uint64_t interval_budget(uint64_t on_fast_bytes) {
-  uint64_t room = on_fast_bytes + fast_free_bytes();
+  uint64_t room = on_fast_bytes + sc_autoplace_fast_free(&placer.config);
   room = room > placer.config.reserve ? room - placer.config.reserve : 0;
   uint64_t budget = placer.config.budget && placer.config.budget < room ? placer.config.budget : room;
   __atomic_store_n(&placer.totals.budget, budget, __ATOMIC_RELAXED);
@@ -359,12 +359,12 @@ static void promotion_complete(unsigned slot, const sc_plan_arena *p) {
     return;
   if (t->rates.resident > t->counted_resident)
     pages_count(slot);
-  if (t->off_fast == 0 || fast_free_bytes() < t->off_fast + placer.config.reserve)
+  if (t->off_fast == 0 || sc_autoplace_fast_free(&placer.config) < t->off_fast + placer.config.reserve)
     return;
   char why[112];
   snprintf(why, sizeof why, "completing its promotion: %llu bytes were off the fast tier",
            (unsigned long long)t->off_fast);
-  if (autoplace_move(slot, 1, why) == 0)
+  if (autoplace_move(slot, 1, 0, why) == 0)
     pages_count(slot);
 }
 
@@ -377,16 +377,24 @@ static void interval_apply(unsigned n) {
     sc_plan_arena *p = &placer.plan[i];
     unsigned slot = placer.plan_slot[i];
     placer.tracks[slot].regret = p->regret;
+    const char *why = p->action == SC_PLAN_SHED ? "the fast tier's budget shrank"
+                      : p->part ? "its part leaves the fast tier"
+                                : "colder than an arena that needs the room";
     if (p->action == SC_PLAN_DEMOTE || p->action == SC_PLAN_SHED)
-      demotion_failed |= autoplace_move(slot, 0, p->action == SC_PLAN_SHED
-                                                     ? "the fast tier's budget shrank"
-                                                     : "colder than an arena that needs the room") != 0;
+      demotion_failed |= autoplace_move(slot, 0, 0, why) != 0;
     else if (away_from_home(p, slot))
-      autoplace_move(slot, 0, "not in active use: to the cheapest memory");
+      autoplace_move(slot, 0, 0, "not in active use: to the cheapest memory");
   }
   char why[112];
   for (unsigned i = 0; i < n && !demotion_failed; i++) {
     sc_plan_arena *p = &placer.plan[i];
+    if (p->action == SC_PLAN_SPLIT) {
+      snprintf(why, sizeof why,
+               "hot, larger than the room: %llu bytes of its %llu on the fast tier",
+               (unsigned long long)p->part_wanted, (unsigned long long)p->resident);
+      autoplace_move(placer.plan_slot[i], 1, p->part_wanted, why);
+      continue;
+    }
     if (p->action != SC_PLAN_PROMOTE) {
       promotion_complete(placer.plan_slot[i], p);
       continue;
@@ -394,7 +402,7 @@ static void interval_apply(unsigned n) {
     snprintf(why, sizeof why,
              "hot: referenced %llu bytes off the fast tier, a third or more of the %llu the move costs",
              (unsigned long long)p->regret, (unsigned long long)p->cost);
-    if (autoplace_move(placer.plan_slot[i], 1, why) == 0)
+    if (autoplace_move(placer.plan_slot[i], 1, 0, why) == 0)
       pages_count(placer.plan_slot[i]);
   }
 }
@@ -408,7 +416,7 @@ static void autoplace_interval(uint64_t elapsed_ns) {
   if (placer.config.monitor_only)
     return;
   sc_plan_params params = {.budget = interval_budget(on_fast_bytes), .hysteresis = HYSTERESIS,
-                           .move_weight = MOVE_WEIGHT};
+                           .move_weight = MOVE_WEIGHT, .split_grain = SPLIT_GRAIN};
   sc_plan(placer.plan, n, &params, placer.order);
   interval_apply(n);
 }

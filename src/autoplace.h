@@ -61,9 +61,11 @@ int sc_monitor_check(sc_monitor *m, unsigned interval_ms);
 int sc_monitor_sample(sc_monitor *m, sc_monitor_takes_part takes_part, sc_monitor_bytes *out);
 
 /* ---- autoplace_plan.c ---- */
-/* DEMOTE: leaves the fast tier for a hotter arena's room; SHED: leaves it
- * because the budget shrank below what the arenas there hold. */
-enum { SC_PLAN_STAY, SC_PLAN_PROMOTE, SC_PLAN_DEMOTE, SC_PLAN_SHED };
+/* DEMOTE: leaves the fast tier for a hotter arena's room (a split arena:
+ * its part leaves); SHED: leaves it because the budget shrank below what
+ * the arenas there hold; SPLIT: `part_wanted` bytes of it go to the fast
+ * tier, the rest stays. */
+enum { SC_PLAN_STAY, SC_PLAN_PROMOTE, SC_PLAN_DEMOTE, SC_PLAN_SHED, SC_PLAN_SPLIT };
 /* One arena as the plan sees it.  The caller fills everything but
  * `action`; `regret` carries over from one interval to the next. */
 typedef struct sc_plan_arena {
@@ -76,16 +78,21 @@ typedef struct sc_plan_arena {
   uint64_t regret;              /* bytes it referenced off the fast tier while it ranked in */
   int wanted;                   /* out: ranks in the set that fits the budget */
   int action;                   /* out: SC_PLAN_* */
-  uint64_t cost;                /* out, PROMOTE: the bytes the move costs (displaced included) */
+  uint64_t cost;                /* out, PROMOTE, SPLIT: bytes the move costs (displaced included) */
+  int splittable;               /* may be placed in part */
+  uint64_t part;                /* bytes of it placed on the fast tier in part (off it: 0) */
+  uint64_t part_wanted;         /* out, SPLIT: the part's new size */
 } sc_plan_arena;
 typedef struct sc_plan_params {
   uint64_t budget;              /* bytes the arenas on the fast tier may hold */
   double hysteresis;            /* an arena on the fast tier ranks with rate * (1 + this) */
   double move_weight;           /* move when regret >= weight * bytes the move costs */
+  uint64_t split_grain;         /* a part is a multiple of this; 0: no arena is split */
 } sc_plan_params;
 /* Decides each arena's action for this interval: ranks by rate per
  * resident byte, keeps the set that fits the budget, promotes by the ski
- * rental rule, demotes only what a promotion or the budget needs.
+ * rental rule, demotes only what a promotion or the budget needs; the
+ * room the set leaves goes in part to the hottest arena too large for it.
  * `order` is scratch of n entries.  Returns the number of moves. */
 unsigned sc_plan(sc_plan_arena *a, unsigned n, const sc_plan_params *p, unsigned *order);
 
@@ -115,6 +122,13 @@ unsigned sc_autoplace_off_fast(const sc_nodemask *fast, sicm_device **out);
 /* *off: the arena's resident bytes on nodes outside `fast`; 0, or -1
  * with errno (the arena went meanwhile). */
 int sc_autoplace_bytes_off_fast(sicm_arena sa, const sc_nodemask *fast, uint64_t *off);
+
+/* Whether the placer may put part of the arena on the fast tier: a
+ * private arena of base pages in windows of its own, not declared idle
+ * (SICM_ARENA_ANYWHERE). */
+int sc_autoplace_splittable(const sc_arena *a);
+/* Free bytes of the fast tier's devices, as the kernel reports them now. */
+uint64_t sc_autoplace_fast_free(const sicm_autoplace_config *c);
 
 /* ---- autoplace_report.c ---- */
 /* One decision of the placer, as reports show it. */

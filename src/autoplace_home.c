@@ -3,7 +3,8 @@
  * where an arena goes when it leaves the tier (its home), the devices an
  * ANYWHERE arena may live on, cheapest first, and how many of an arena's
  * resident bytes lie off the tier (a promotion that only partly fit is
- * judged by its pages, not by its binding). */
+ * judged by its pages, not by its binding); which arenas may lie on the
+ * tier in part, and the tier's free memory. */
 #include <numaif.h>
 #include <stdlib.h>
 
@@ -89,4 +90,19 @@ unsigned sc_autoplace_home(sc_arena *a, sicm_device *const *devs, int n, const s
       return 1;
     }
   return 0;
+}
+
+int sc_autoplace_splittable(const sc_arena *a) {
+  return (a->flags & SICM_ARENA_ANYWHERE) == 0 && a->ops->placer_claim == NULL && !a->borrowed &&
+         !a->huge_page;
+}
+
+uint64_t sc_autoplace_fast_free(const sicm_autoplace_config *c) {
+  uint64_t free_bytes = 0;
+  for (unsigned i = 0; i < c->ndevices; i++) {
+    size_t f;
+    if (sicm_device_get_free_bytes(c->devices[i], &f) == 0)
+      free_bytes += f;
+  }
+  return free_bytes;
 }

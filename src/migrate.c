@@ -310,27 +310,100 @@ int sicm_arena_set_devices(sicm_arena sa, sicm_device *const *devs, unsigned nde
   return rc;
 }
 
-int sc_arena_move(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, unsigned flags,
-                  sicm_migration_report *report) {
-  sc_binding to;
-  sc_arena *a = migrate_prepare(sa, devs, ndevs, flags, &to);
+/* The arena the placer moves to devs, its migrate_lock held, while it is
+ * still the placer's to move; NULL with errno (the report's error set). */
+static sc_arena *placer_lock(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,
+                             unsigned flags, sc_binding *to, sicm_migration_report *report) {
+  *report = (sicm_migration_report){0};
+  sc_arena *a = migrate_prepare(sa, devs, ndevs, flags, to);
   if (a == NULL)
-    return -1;
+    return NULL;
   pthread_mutex_lock(&a->migrate_lock);
   /* The arena may have been destroyed since it was resolved: destroy ends
    * it under this lock. */
-  int rc;
-  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != sc_handle_generation(sa)) {
-    *report = (sicm_migration_report){.error = ESTALE};
-    rc = sc_fail(ESTALE, "the arena was destroyed");
-  } else if (__atomic_load_n(&a->autoplace_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO) {
-    /* The program moved it or took it out since the placer decided. */
-    *report = (sicm_migration_report){.error = EPERM};
-    rc = sc_fail(EPERM, "the arena is no longer the placer's to move");
-  } else {
-    rc = migrate_locked(a, &to, NULL, report);
-  }
+  if (__atomic_load_n(&a->live_generation, __ATOMIC_ACQUIRE) != sc_handle_generation(sa))
+    report->error = ESTALE;
+  else if (__atomic_load_n(&a->autoplace_mode, __ATOMIC_RELAXED) != SICM_AUTOPLACE_AUTO)
+    report->error = EPERM; /* the program moved it or took it out since the placer decided */
+  if (report->error == 0)
+    return a;
+  pthread_mutex_unlock(&a->migrate_lock);
+  return sc_fail_null(report->error, report->error == ESTALE
+                                         ? "the arena was destroyed"
+                                         : "the arena is no longer the placer's to move");
+}
+
+int sc_arena_move(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, unsigned flags,
+                  sicm_migration_report *report) {
+  sc_binding to;
+  sc_arena *a = placer_lock(sa, devs, ndevs, flags, &to, report);
+  if (a == NULL)
+    return -1;
+  int rc = migrate_locked(a, &to, NULL, report);
   int err = errno;
+  pthread_mutex_unlock(&a->migrate_lock);
+  errno = err;
+  return rc;
+}
+
+/* The first `part` bytes of the windows' committed ranges, in window
+ * order, as windows of their own in out; ends rounded down to `grain`.
+ * Their count. */
+static unsigned windows_prefix(const sc_window *w, unsigned n, size_t part, size_t grain,
+                               sc_window *out) {
+  unsigned m = 0;
+  for (unsigned i = 0; i < n && part > 0; i++) {
+    uintptr_t base = (uintptr_t)w[i].base;
+    size_t len = w[i].reach < part ? w[i].reach : part;
+    uintptr_t end = (base + len) & ~(uintptr_t)(grain - 1);
+    if (end <= base)
+      continue;
+    out[m++] = (sc_window){.base = w[i].base, .size = end - base, .used = end - base,
+                           .reach = end - base, .room = end - base};
+    part -= end - base;
+  }
+  return m;
+}
+
+int sc_arena_move_part(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, size_t part,
+                       sicm_migration_report *report) {
+  sc_binding to;
+  sc_arena *a = placer_lock(sa, devs, ndevs, SICM_ARENA_PREFERRED, &to, report);
+  if (a == NULL)
+    return -1;
+  uint64_t start = sc_clock_ns(CLOCK_MONOTONIC);
+  int rc = 0;
+  if (a->ops->placer_claim != NULL || a->borrowed || a->huge_page)
+    rc = sc_fail(EINVAL, "only a private arena of base pages in windows of its own is split");
+  if (rc == 0 && a->ops->move_begin != NULL)
+    rc = a->ops->move_begin(a);
+  sc_window windows[SC_WINDOWS_MAX], cut[SC_WINDOWS_MAX];
+  int huge = (a->flags & SICM_ARENA_HUGEPAGES) != 0;
+  unsigned m = 0;
+  if (rc == 0) {
+    m = windows_prefix(windows, sc_window_snapshot(a, windows), part,
+                       huge ? (size_t)2 << 20 : sc_page_size(), cut);
+    rc = windows_bind(cut, m, &to);
+  }
+  if (rc == 0)
+    rc = sc_pages_move(cut, m, &to, 0, huge, a->move_flag, NULL, report);
+  int err = rc ? errno : 0;
+  if (rc != 0 && m > 0) { /* back as the arena is bound, best effort */
+    char cause[256];
+    snprintf(cause, sizeof cause, "%s", sicm_error_detail());
+    sc_binding home;
+    pthread_mutex_lock(&a->window_lock);
+    home = a->binding;
+    pthread_mutex_unlock(&a->window_lock);
+    sicm_migration_report back = {0};
+    (void)windows_bind(cut, m, &home);
+    (void)sc_pages_move(cut, m, &home, 0, huge, a->move_flag, NULL, &back);
+    sc_fail(err, "moving part of the arena failed and was rolled back: %s", cause);
+  }
+  report->error = err;
+  report->nanoseconds = sc_clock_ns(CLOCK_MONOTONIC) - start;
+  __atomic_fetch_add(&a->migration_ns, report->nanoseconds, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&a->migration_bytes, report->bytes_moved, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&a->migrate_lock);
   errno = err;
   return rc;

@@ -106,6 +106,17 @@ class Autoplace : public ::testing::Test {
     }
     return ok;
   }
+  // The report, as one line of JSON.
+  std::string StatsJson() {
+    char *text = nullptr;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    EXPECT_EQ(0, sicm_stats_print(f, SICM_STATS_JSON));
+    fclose(f);
+    std::string json(text, len);
+    free(text);
+    return json;
+  }
   std::vector<Arena> arenas_;
   sicm_arena hog_ = nullptr;
 };
@@ -140,18 +151,7 @@ TEST_F(Autoplace, TheHotArenasOfEachPhaseReachTheFastNode) {
       EXPECT_LE(Moves(i) - moves_before[i], 2u) << "arena" << i << " in phase " << ph;
   }
   // The report: one line of JSON with the decisions.
-  char path[] = "/tmp/sicm-autoplace-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  FILE *f = fdopen(fd, "w+");
-  ASSERT_EQ(0, sicm_stats_print(f, SICM_STATS_JSON));
-  rewind(f);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  fclose(f);
-  unlink(path);
+  std::string text = StatsJson();
   EXPECT_EQ(1, std::count(text.begin(), text.end(), '\n'));
   EXPECT_NE(std::string::npos, text.find("\"why\": \"hot: referenced")) << text.substr(0, 400);
   EXPECT_NE(std::string::npos, text.find("\"name\": \"arena7\""));
@@ -304,13 +304,70 @@ TEST_F(Autoplace, AFillingFastNodeIsGivenBackBeforeItIsFull) {
   while (Intervals() < start + kSettleIntervals && PagesNotOn(arenas_[0].data, kArenaBytes, kHome))
     Touch({0}), usleep(kIntervalMs * 1000 / 8);
   EXPECT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, kHome)) << "given back to node 0";
-  char *text = nullptr;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  ASSERT_EQ(0, sicm_stats_print(f, SICM_STATS_JSON));
-  fclose(f);
-  EXPECT_NE(nullptr, strstr(text, "budget shrank")) << text;
-  free(text);
+  std::string json = StatsJson();
+  EXPECT_NE(std::string::npos, json.find("budget shrank")) << json;
+}
+
+// A hot arena three times the budget: the placer puts the part the budget
+// holds on the fast node and leaves the rest home, never more on the fast
+// node than the budget, whatever the interval.  Then a smaller arena as
+// hot per byte, which fits whole, takes the room: the part goes home.
+TEST_F(Autoplace, AHotArenaLargerThanTheBudgetIsPlacedInPart) {
+  const size_t kBig = 3 * kArenaBytes, kBudget = kArenaBytes + (1 << 20);
+  sicm_device *home = sicm_device_of_node(kHome, 0);
+  sicm_arena big = sicm_arena_create_devices(0, &home, 1, 0);
+  ASSERT_NE(nullptr, big) << sicm_error_detail();
+  char *data = (char *)sicm_arena_alloc(big, kBig);
+  ASSERT_NE(nullptr, data);
+  memset(data, 1, kBig);
+  arenas_.push_back({big, data});
+  ASSERT_NO_FATAL_FAILURE(Start(kBudget));
+  auto touch_big = [&] {
+    for (size_t off = 0; off < kBig; off += 4096) data[off]++;
+  };
+  // Pages of [p, p + len) on the node (jemalloc may start a large block
+  // within a page: len spans one page more).
+  auto on = [&](char *p, size_t len, int node) {
+    std::vector<int> nodes = sicm_test::NodesOfPages(p, len);
+    return (size_t)std::count(nodes.begin(), nodes.end(), node);
+  };
+  auto pages = [](char *p, size_t len) {
+    return ((uintptr_t)p + len + 4095) / 4096 - (uintptr_t)p / 4096;
+  };
+  uint64_t start = Intervals();
+  size_t fast = 0, most = 0;
+  while (Intervals() < start + kSettleIntervals && fast < kArenaBytes / 4096) {
+    touch_big();
+    usleep(kIntervalMs * 1000 / 8);
+    fast = on(data, kBig, kFast);
+    most = std::max(most, fast);
+  }
+  EXPECT_EQ(kArenaBytes / 4096, fast) << "the budget's whole 2 MiB grains, in "
+                                      << Intervals() - start << " intervals";
+  EXPECT_LE(most * 4096, kBudget);
+  EXPECT_EQ(pages(data, kBig) - fast, on(data, kBig, kHome)) << "the rest stays home";
+  sicm_arena_rates r;
+  ASSERT_EQ(0, sicm_arena_get_rates(big, &r));
+  EXPECT_EQ(0, r.on_fast) << "bound home still";
+
+  MakeArenas(1);
+  Arena &small = arenas_.back();
+  start = Intervals();
+  size_t small_fast = 0;
+  const size_t small_pages = pages(small.data, kArenaBytes);
+  while (Intervals() < start + kSettleIntervals && small_fast < small_pages) {
+    touch_big();
+    Touch({1});
+    usleep(kIntervalMs * 1000 / 8);
+    small_fast = on(small.data, kArenaBytes, kFast);
+    most = std::max(most, small_fast + on(data, kBig, kFast));
+  }
+  EXPECT_EQ(small_pages, small_fast) << "the arena that fits whole";
+  EXPECT_EQ(pages(data, kBig), on(data, kBig, kHome)) << "the part went home";
+  EXPECT_LE(most * 4096, kBudget);
+  std::string json = StatsJson();
+  EXPECT_NE(std::string::npos, json.find("larger than the room")) << json;
+  EXPECT_NE(std::string::npos, json.find("its part leaves")) << json;
 }
 
 }  // namespace
