@@ -10,7 +10,9 @@
 # SICM_STATS reports in PREFIX-hpcc/.
 # SICM_TIERING_TRACES, SICM_TIERING_MODES_RUN, SICM_TIERING_PROGRAM_MODES:
 # the traces and modes to run (default: all); SICM_TIERING_PROGRAM_ROUNDS
-# (default 3).
+# (default 3); SICM_TIERING_PROGRAM_ROUND: the first round's number, and
+# when set, the runs are added to what PREFIX-program.jsonl and
+# PREFIX-hpcc/ hold (a boot per run: bench.am).
 set -u
 prefix=${1:?prefix}
 preload=${2:-}
@@ -32,13 +34,14 @@ ip link set lo up 2>/dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self
 program=$(pwd)/bench/tiering_program
 dir=$(pwd)/$prefix-hpcc
-rm -rf "$dir" "$prefix-program.jsonl"
+first=${SICM_TIERING_PROGRAM_ROUND:-1}
+[ -n "${SICM_TIERING_PROGRAM_ROUND:-}" ] || rm -rf "$dir" "$prefix-program.jsonl"
 mkdir -p "$dir"
 sed -e '6s/.*/2000         Ns/' -e '11s/.*/1            Ps/' -e '12s/.*/1            Qs/' "$example" \
   > "$dir/hpccinf.txt"
 # Each round runs every mode once, so that what drifts over a boot
 # (DAMON's regions, the kernel's caches) falls on all of them.
-for round in $(seq "${SICM_TIERING_PROGRAM_ROUNDS:-3}"); do
+for round in $(seq "$first" $((first + ${SICM_TIERING_PROGRAM_ROUNDS:-3} - 1))); do
   for mode in ${SICM_TIERING_PROGRAM_MODES:-none placer placer-1%cpu placer-1%cpu-thp balancing \
       balancing-thp damon}; do
     (cd "$dir" && TMPDIR="$dir" "$program" "$mode" "$preload" "$dir/stats-$mode-$round.json" -- hpcc \
