@@ -188,11 +188,11 @@ SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *t
  * which (BENCHMARKS.md, "the placer beside the kernel's tiering"): the
  * placer for arenas, without privilege, and for memory-only fast nodes
  * (HBM) that NUMA balancing never promotes to, since it promotes toward
- * the accessing CPU's node; NUMA balancing for data no arena holds, on
- * machines with several tiers, and for a hot block larger than the fast
- * tier's room whose hot pages are not its first ones (the placer's part
- * of such a block is chosen by address, the kernel's pages by their
- * accesses); DAMON, system-wide by physical address.
+ * the accessing CPU's node; NUMA balancing for data no arena holds, and
+ * where the fast tier is the DRAM of the CPU that touches the data and
+ * its hot pages are scattered within blocks (it promotes pages by their
+ * accesses, the placer arenas, or the first bytes of one, by address:
+ * hpcc above capacity memory); DAMON, system-wide by physical address.
  * Held to the default cpu_share, the placer measures arenas in huge pages
  * (SICM_ARENA_HUGEPAGES) at short intervals; many MiB in 4 KiB pages
  * lengthen them, and it then lags phases shorter than its interval.
