@@ -159,6 +159,7 @@ sicm_arena sc_arena_create(const sc_arena_config *config) {
   pthread_mutex_unlock(&a->window_lock);
   __atomic_store_n(&a->autoplace_mode, SICM_AUTOPLACE_AUTO, __ATOMIC_RELAXED);
   __atomic_store_n(&a->program_moves, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&a->placer_part, 0, __ATOMIC_RELAXED);
   sc_arena_usage_reset(a);
   /* Atomic: a thread that resolved the arena this record held before may
    * still read these (ThreadSanitizer saw the plain writes race it). */

@@ -46,7 +46,6 @@ typedef struct autoplace_track {
    * (after a promotion, and whenever it grew since), and how many of
    * them were off the tier then (a promotion only part of which fit). */
   uint64_t counted_resident, off_fast;
-  uint64_t part;                /* off the fast tier: the bytes of its part there */
   sicm_arena_rates rates;
 } autoplace_track;
 
@@ -119,8 +118,6 @@ static int autoplace_move(unsigned slot, int promote, uint64_t part, const char 
   int err = rc ? errno : 0;
   if (rc != 0 && (err == ESTALE || err == EPERM))
     return -1; /* destroyed, or taken by the program, meanwhile: not the placer's */
-  /* A whole move, or a roll back, bound every window anew. */
-  t->part = rc ? 0 : part;
   t->since_move = 0;
   t->retry_in = rc ? RETRY_AFTER : 0;
   if (rc == 0 && promote)
@@ -214,7 +211,6 @@ static sc_arena *track_arena(unsigned slot, uint64_t *generation, sicm_device **
   uint64_t moves = __atomic_load_n(&a->program_moves, __ATOMIC_RELAXED);
   if (moves != t->program_moves) { /* migrate.c pinned it */
     t->program_moves = moves;
-    t->part = 0; /* the program's move bound every window */
     sc_autoplace_decision_record(slot, a, -1, devs[0]->node, 0, NULL,
                                  "the program moved it: pinned");
   }
@@ -300,15 +296,15 @@ static unsigned interval_update(uint64_t elapsed_ns, uint64_t *on_fast_bytes) {
     if (!rates_update(slot, a, generation, fast, elapsed_ns, alpha) ||
         !placed_here(slot, a, generation, devs[0]->node))
       continue;
-    *on_fast_bytes += fast ? t->rates.resident
-                           : t->part < t->rates.resident ? t->part : t->rates.resident;
+    uint64_t part = fast ? 0 : __atomic_load_n(&a->placer_part, __ATOMIC_RELAXED);
+    *on_fast_bytes += fast || part > t->rates.resident ? t->rates.resident : part;
     placer.plan[n] = (sc_plan_arena){.resident = t->rates.resident,
                                      .referenced = t->rates.referenced_last,
                                      .rate = t->rate, .on_fast = fast,
                                      .anywhere = (a->flags & SICM_ARENA_ANYWHERE) != 0,
                                      .movable = t->since_move >= MIN_STAY && t->retry_in == 0,
                                      .regret = t->regret, .splittable = sc_autoplace_splittable(a),
-                                     .part = fast ? 0 : t->part};
+                                     .part = part};
     placer.plan_slot[n++] = slot;
   }
   return n;

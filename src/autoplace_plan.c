@@ -110,6 +110,7 @@ static void plan_split(sc_plan_arena *c, uint64_t left, uint64_t used, const sc_
     return;
   c->action = SC_PLAN_SPLIT;
   c->part_wanted = part;
+  c->regret = 0;
 }
 
 /* A part that is no longer the split's (*split) leaves, unless its arena

@@ -228,6 +228,8 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watc
   int rc = guarded     ? target_room_check(windows, n, resident, to)
            : a->huge_page ? huge_room_check(windows, n, to)
                           : 0;
+  if (rc == 0) /* move_to binds every window, the placer's part too; so does a roll back */
+    __atomic_store_n(&a->placer_part, 0, __ATOMIC_RELAXED);
   int rolled = rc == 0 && move_to(a, to, guarded, strict, huge, watch, report) != 0;
   if (rolled)
     rc = -1;
@@ -311,7 +313,8 @@ int sicm_arena_set_devices(sicm_arena sa, sicm_device *const *devs, unsigned nde
 }
 
 /* The arena the placer moves to devs, its migrate_lock held, while it is
- * still the placer's to move; NULL with errno (the report's error set). */
+ * still the placer's to move; NULL with errno (and the report's error,
+ * when the arena went or is no longer the placer's). */
 static sc_arena *placer_lock(sicm_arena sa, sicm_device *const *devs, unsigned ndevs,
                              unsigned flags, sc_binding *to, sicm_migration_report *report) {
   *report = (sicm_migration_report){0};
@@ -346,23 +349,14 @@ int sc_arena_move(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, unsig
   return rc;
 }
 
-/* The first `part` bytes of the windows' committed ranges, in window
- * order, as windows of their own in out; ends rounded down to `grain`.
- * Their count. */
-static unsigned windows_prefix(const sc_window *w, unsigned n, size_t part, size_t grain,
-                               sc_window *out) {
-  unsigned m = 0;
-  for (unsigned i = 0; i < n && part > 0; i++) {
-    uintptr_t base = (uintptr_t)w[i].base;
-    size_t len = w[i].reach < part ? w[i].reach : part;
-    uintptr_t end = (base + len) & ~(uintptr_t)(grain - 1);
-    if (end <= base)
-      continue;
-    out[m++] = (sc_window){.base = w[i].base, .size = end - base, .used = end - base,
-                           .reach = end - base, .room = end - base};
-    part -= end - base;
-  }
-  return m;
+/* The part of `part` bytes: the first window from its base, no further
+ * than the window's committed reach, in whole 2 MiB (a boundary that never
+ * splits a transparent huge page).  Its length; 0: no part. */
+static size_t part_window(const sc_window *w0, size_t part, sc_window *out) {
+  size_t len = w0->reach < part ? w0->reach : part;
+  len &= ~(((size_t)2 << 20) - 1);
+  *out = (sc_window){.base = w0->base, .size = len, .used = len, .reach = len, .room = len};
+  return len;
 }
 
 int sc_arena_move_part(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, size_t part,
@@ -377,18 +371,19 @@ int sc_arena_move_part(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, 
     rc = sc_fail(EINVAL, "only a private arena of base pages in windows of its own is split");
   if (rc == 0 && a->ops->move_begin != NULL)
     rc = a->ops->move_begin(a);
-  sc_window windows[SC_WINDOWS_MAX], cut[SC_WINDOWS_MAX];
+  sc_window windows[SC_WINDOWS_MAX], cut;
   int huge = (a->flags & SICM_ARENA_HUGEPAGES) != 0;
-  unsigned m = 0;
-  if (rc == 0) {
-    m = windows_prefix(windows, sc_window_snapshot(a, windows), part,
-                       huge ? (size_t)2 << 20 : sc_page_size(), cut);
-    rc = windows_bind(cut, m, &to);
-  }
+  size_t len = 0;
+  if (rc == 0 && sc_window_snapshot(a, windows) > 0)
+    len = part_window(&windows[0], part, &cut);
+  if (rc == 0 && len == 0)
+    rc = sc_fail(EINVAL, "the arena has not 2 MiB committed for a part");
   if (rc == 0)
-    rc = sc_pages_move(cut, m, &to, 0, huge, a->move_flag, NULL, report);
+    rc = windows_bind(&cut, 1, &to);
+  if (rc == 0)
+    rc = sc_pages_move(&cut, 1, &to, 0, huge, a->move_flag, NULL, report);
   int err = rc ? errno : 0;
-  if (rc != 0 && m > 0) { /* back as the arena is bound, best effort */
+  if (rc != 0 && len > 0) { /* back as the arena is bound, the old part too, best effort */
     char cause[256];
     snprintf(cause, sizeof cause, "%s", sicm_error_detail());
     sc_binding home;
@@ -396,12 +391,18 @@ int sc_arena_move_part(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, 
     home = a->binding;
     pthread_mutex_unlock(&a->window_lock);
     sicm_migration_report back = {0};
-    (void)windows_bind(cut, m, &home);
-    (void)sc_pages_move(cut, m, &home, 0, huge, a->move_flag, NULL, &back);
+    (void)windows_bind(&cut, 1, &home);
+    (void)sc_pages_move(&cut, 1, &home, 0, huge, a->move_flag, NULL, &back);
+    __atomic_store_n(&a->placer_part, 0, __ATOMIC_RELAXED);
     sc_fail(err, "moving part of the arena failed and was rolled back: %s", cause);
+  } else if (rc == 0) {
+    __atomic_store_n(&a->placer_part, len, __ATOMIC_RELAXED);
   }
   report->error = err;
   report->nanoseconds = sc_clock_ns(CLOCK_MONOTONIC) - start;
+  a->last_migration = *report;
+  a->migrated = 1;
+  __atomic_fetch_add(rc == 0 ? &a->migrations_done : &a->migrations_failed, 1, __ATOMIC_RELAXED);
   __atomic_fetch_add(&a->migration_ns, report->nanoseconds, __ATOMIC_RELAXED);
   __atomic_fetch_add(&a->migration_bytes, report->bytes_moved, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&a->migrate_lock);

@@ -39,16 +39,17 @@ typedef struct sc_move_watch {
 int sc_arena_move(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, unsigned flags,
                   sicm_migration_report *report);
 
-/* Splits the arena for the placer: the first `part` bytes of its windows'
- * committed ranges, in window order (whole pages; whole 2 MiB in an arena
- * of transparent huge pages), preferred on devs, and their resident pages
- * moved there as far as the devices have room.  The arena's binding does
- * not change: the rest of it stays where it is bound, and a later move of
- * the whole arena binds every window again, the part included.  A part
- * already there stays; a larger part moves only what it adds.  Private
- * arenas of base pages only.  Fills the report; 0, or -1 with errno
- * (EINVAL: not such an arena; ESTALE, EPERM: as sc_arena_move), the part
- * bound back as the arena is. */
+/* Splits the arena for the placer: up to `part` bytes of its first
+ * window from its base, within what is committed there, in whole 2 MiB,
+ * preferred on devs, and their resident pages moved there as far as the
+ * devices have room; a->placer_part says how many.  The arena's binding
+ * does not change: the rest of it stays where it is bound, and a later
+ * move of the whole arena binds every window again, the part included.  A
+ * part already there stays; a larger one moves only what it adds.
+ * Private arenas of base pages only.  Fills the report; 0, or -1 with
+ * errno (EINVAL: not such an arena, or less than 2 MiB committed; ESTALE,
+ * EPERM: as sc_arena_move), the part, old and new, bound back as the
+ * arena is once anything was bound. */
 int sc_arena_move_part(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, size_t part,
                        sicm_migration_report *report);
 
