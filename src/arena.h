@@ -160,9 +160,10 @@ struct sc_arena {
   char name[SICM_ARENA_NAME_MAX]; /* under window_lock */
   int autoplace_mode;               /* atomic: enum sicm_autoplace_mode */
   uint64_t program_moves;       /* atomic: migrations the program asked for (each pins) */
-  /* Atomic, written under migrate_lock: bytes from the first window's base
-   * bound to the placer's fast tier (sc_arena_move_part); 0: none.  Any
-   * move of the whole arena binds every window again and clears it. */
+  /* Atomic, written under migrate_lock (or at creation): bytes from the
+   * first window's base bound to the placer's fast tier
+   * (sc_arena_move_part); 0: none.  Any move of the whole arena binds
+   * every window again and clears it. */
   size_t placer_part;
   sc_arena_usage usage;
   /* The kind's own data (arena_je.h, shared.h); records live as long as

@@ -304,7 +304,7 @@ static unsigned interval_update(uint64_t elapsed_ns, uint64_t *on_fast_bytes) {
                                      .anywhere = (a->flags & SICM_ARENA_ANYWHERE) != 0,
                                      .movable = t->since_move >= MIN_STAY && t->retry_in == 0,
                                      .regret = t->regret, .splittable = sc_autoplace_splittable(a),
-                                     .part = part};
+                                     .part = part, .part_limit = sc_autoplace_part_limit(a)};
     placer.plan_slot[n++] = slot;
   }
   return n;

@@ -81,6 +81,7 @@ typedef struct sc_plan_arena {
   uint64_t cost;                /* out, PROMOTE, SPLIT: bytes the move costs (displaced included) */
   int splittable;               /* may be placed in part */
   uint64_t part;                /* bytes of it placed on the fast tier in part (off it: 0) */
+  uint64_t part_limit;          /* the largest part it may have (sc_arena_move_part's reach) */
   uint64_t part_wanted;         /* out, SPLIT: the part's new size */
 } sc_plan_arena;
 typedef struct sc_plan_params {
@@ -127,6 +128,9 @@ int sc_autoplace_bytes_off_fast(sicm_arena sa, const sc_nodemask *fast, uint64_t
  * private arena of base pages in windows of its own, not declared idle
  * (SICM_ARENA_ANYWHERE). */
 int sc_autoplace_splittable(const sc_arena *a);
+/* The largest part of the arena the placer may place on the fast tier:
+ * what is committed of its first window (sc_arena_move_part). */
+uint64_t sc_autoplace_part_limit(sc_arena *a);
 /* Free bytes of the fast tier's devices, as the kernel reports them now. */
 uint64_t sc_autoplace_fast_free(const sicm_autoplace_config *c);
 

@@ -97,6 +97,13 @@ int sc_autoplace_splittable(const sc_arena *a) {
          !a->huge_page;
 }
 
+uint64_t sc_autoplace_part_limit(sc_arena *a) {
+  pthread_mutex_lock(&a->window_lock);
+  uint64_t reach = a->nwindows ? a->windows[0].reach : 0;
+  pthread_mutex_unlock(&a->window_lock);
+  return reach;
+}
+
 uint64_t sc_autoplace_fast_free(const sicm_autoplace_config *c) {
   uint64_t free_bytes = 0;
   for (unsigned i = 0; i < c->ndevices; i++) {

@@ -97,6 +97,8 @@ static void plan_split(sc_plan_arena *c, uint64_t left, uint64_t used, const sc_
   }
   if (room > left)
     room = left;
+  if (room > c->part_limit)
+    room = c->part_limit;
   uint64_t part = room / p->split_grain * p->split_grain;
   uint64_t step = c->part / 4 > p->split_grain ? c->part / 4 : p->split_grain;
   if (part < c->part + step) {

@@ -391,9 +391,9 @@ int sc_arena_move_part(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, 
     home = a->binding;
     pthread_mutex_unlock(&a->window_lock);
     sicm_migration_report back = {0};
-    (void)windows_bind(&cut, 1, &home);
+    if (windows_bind(&cut, 1, &home) == 0) /* else the part stays bound, and counted */
+      __atomic_store_n(&a->placer_part, 0, __ATOMIC_RELAXED);
     (void)sc_pages_move(&cut, 1, &home, 0, huge, a->move_flag, NULL, &back);
-    __atomic_store_n(&a->placer_part, 0, __ATOMIC_RELAXED);
     sc_fail(err, "moving part of the arena failed and was rolled back: %s", cause);
   } else if (rc == 0) {
     __atomic_store_n(&a->placer_part, len, __ATOMIC_RELAXED);
