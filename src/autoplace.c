@@ -157,14 +157,11 @@ static int shared_enter(sc_arena *a, uint64_t generation) {
 
 /* When the next interval may start, from `scheduled` (the fixed rate's
  * time): no sooner than the placer's work so far, at the cpu= share of a
- * core, has been earned since it started — a token bucket, so that over
- * any run the share holds but for the interval that just ended.  Measuring
- * is most of that work, and its cost follows the whole process (the
- * kernel's smaps walk covers every resident page), which the placer cannot
- * shrink; it measures less often instead.  Moves are left out: the cost
- * rule bounds each by the accesses it serves.  Aimed below the share, so
- * that the interval that just ended stays within it too once the run is a
- * few intervals long. */
+ * core, has been earned since it started — a token bucket, so that the
+ * share holds over any run.  Measuring is most of that work; the placer
+ * measures less often rather than less.  Moves are left out: the cost rule
+ * bounds each by the accesses it serves.  Aimed below the share, so that
+ * the interval that just ended stays within it too. */
 static uint64_t interval_next(uint64_t scheduled, uint64_t started, uint64_t work_cpu_ns) {
   double earned = (double)started + (double)work_cpu_ns / (placer.config.cpu_share * 0.8);
   double latest = (double)scheduled + 3600e9;
@@ -293,13 +290,17 @@ static unsigned interval_update(uint64_t elapsed_ns, uint64_t *on_fast_bytes) {
     if (a == NULL)
       continue;
     int fast = on_fast_tier(devs, ndevs);
+    uint64_t before = t->rates.referenced_last, resident_before = t->rates.resident;
     if (!rates_update(slot, a, generation, fast, elapsed_ns, alpha) ||
         !placed_here(slot, a, generation, devs[0]->node))
       continue;
     uint64_t part = fast ? 0 : __atomic_load_n(&a->placer_part, __ATOMIC_RELAXED);
+    uint64_t grown = t->rates.resident > resident_before ? t->rates.resident - resident_before : 0;
     *on_fast_bytes += fast || part > t->rates.resident ? t->rates.resident : part;
     placer.plan[n] = (sc_plan_arena){.resident = t->rates.resident,
                                      .referenced = t->rates.referenced_last,
+                                     .referenced_before = before,
+                                     .grown = grown,
                                      .rate = t->rate, .on_fast = fast,
                                      .anywhere = (a->flags & SICM_ARENA_ANYWHERE) != 0,
                                      .movable = t->since_move >= MIN_STAY && t->retry_in == 0,
@@ -422,6 +423,14 @@ static void *placer_main(void *arg) {
   /* The first interval counts from now. */
   uint64_t started = sc_clock_ns(CLOCK_REALTIME), cpu0 = sc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
   sc_monitor_sample(placer.monitor, takes_part, placer.sample);
+  /* What the arenas hold now: an arena made later grows from nothing. */
+  for (unsigned slot = 0; slot < SC_ARENA_SLOTS; slot++) {
+    uint64_t generation;
+    sicm_device *devs[SICM_ARENA_DEVICES_MAX];
+    int ndevs;
+    if (track_arena(slot, &generation, devs, &ndevs) != NULL)
+      placer.tracks[slot].rates.resident = placer.sample->resident[slot];
+  }
   uint64_t interval_ns = placer.config.interval_ms * 1000000ull;
   /* Intervals start at a fixed rate, the time measuring and moving take
    * included; one that overran starts the next at once, never a burst. */
@@ -463,10 +472,7 @@ static void placer_free(void) {
   free(placer.plan);
   free(placer.plan_slot);
   free(placer.order);
-  placer.tracks = NULL;
-  placer.monitor = NULL;
-  placer.sample = NULL;
-  placer.plan = NULL;
+  placer.tracks = NULL, placer.monitor = NULL, placer.sample = NULL, placer.plan = NULL;
   placer.plan_slot = placer.order = NULL;
 }
 

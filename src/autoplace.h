@@ -82,6 +82,8 @@ typedef struct sc_plan_arena {
   int splittable;               /* may be placed in part */
   uint64_t part;                /* bytes of it placed on the fast tier in part (off it: 0) */
   uint64_t part_limit;          /* the largest part it may have (sc_arena_move_part's reach) */
+  uint64_t referenced_before;   /* bytes referenced in the interval before the last */
+  uint64_t grown;               /* resident bytes it gained in the last interval */
   uint64_t part_wanted;         /* out, SPLIT: the part's new size */
 } sc_plan_arena;
 typedef struct sc_plan_params {

@@ -27,7 +27,8 @@
  * it, in whole grains — the fractional step of the greedy knapsack, so
  * that a hot block larger than the fast tier is not left off it whole.
  * The part costs its own bytes by the same ski rental, accrued from the
- * arena's referenced bytes in proportion to the part's share of them; it
+ * bytes the arena referenced in both of the last two intervals, in
+ * proportion to the part's share of them; it
  * grows once the room has grown by a quarter of it, and leaves whole
  * (the arena goes home, to be split again smaller) when the budget no
  * longer holds it, when a promotion needs its room, or when another arena
@@ -55,6 +56,14 @@ static int plan_cmp(const void *x, const void *y) {
   if (sort_arenas[i].on_fast != sort_arenas[j].on_fast)
     return sort_arenas[i].on_fast ? -1 : 1;
   return i < j ? -1 : i > j;
+}
+
+/* The bytes referenced in the last interval that pay toward a move: those
+ * of pages resident before it.  A page faulted in was referenced by its
+ * first touch, which says nothing of what comes next: an arena written as
+ * it is made never moves for it. */
+static uint64_t paid(const sc_plan_arena *a) {
+  return a->referenced > a->grown ? a->referenced - a->grown : 0;
 }
 
 /* The bytes the arena holds on the fast tier (a part holds no more than
@@ -106,7 +115,11 @@ static void plan_split(sc_plan_arena *c, uint64_t left, uint64_t used, const sc_
     return;
   }
   uint64_t added = part - c->part;
-  c->regret += (uint64_t)((double)c->referenced * (double)added / (double)c->resident);
+  /* Only heat held over two intervals pays: data written once (its first
+   * touch) never moves in part, as two hinting faults in a row are what
+   * NUMA balancing asks before it promotes a page. */
+  uint64_t held = paid(c) < c->referenced_before ? paid(c) : c->referenced_before;
+  c->regret += (uint64_t)((double)held * (double)added / (double)c->resident);
   c->cost = added;
   if ((double)c->regret < p->move_weight * (double)added)
     return;
@@ -162,7 +175,7 @@ unsigned sc_plan(sc_plan_arena *a, unsigned n, const sc_plan_params *p, unsigned
     }
     used += fast_bytes(x);
     if (x != split)
-      x->regret = x->wanted && !x->on_fast ? x->regret + x->referenced : 0;
+      x->regret = x->wanted && !x->on_fast ? x->regret + paid(x) : 0;
   }
   used -= plan_parts_leave(a, n, &split);
   /* The budget shrank (the tier's free memory fell): the coldest leave. */
