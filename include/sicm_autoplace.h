@@ -147,10 +147,12 @@ SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *t
  * referenced in the last interval or its decaying rate, whichever is more,
  * so that an arena that turns hot ranks in after one interval.
  * Cost rule (ski rental): an arena that ranks in the set but sits off the
- * fast tier accrues, per interval, the bytes it referenced there; it moves
- * once those reach a third of the bytes the move costs (its resident bytes
- * plus those of the arenas it displaces): a referenced page was accessed at
- * least once, a move copies it once.  Hysteresis: an arena on the fast
+ * fast tier accrues, per interval, the bytes it referenced there of pages
+ * it held before the interval (what it gained was first touches: an arena
+ * written as it is made does not move for it); it moves once those reach a
+ * third of the bytes the move costs (its resident bytes plus those of the
+ * arenas it displaces): a referenced page was accessed at least once, a
+ * move copies it once.  Hysteresis: an arena on the fast
  * tier ranks with a quarter more than its heat, and stays at least two
  * intervals after it moved.  A move the kernel or the room check refuses
  * leaves the arena where it was; the placer reports it and retries that
@@ -158,15 +160,17 @@ SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *t
  * itself is pinned (SICM_AUTOPLACE_PIN) until set back to AUTO.
  *
  * Split: the room the set leaves goes to the hottest arena too large for
- * it, in part — the first bytes of its address space, in whole 2 MiB,
- * preferred on the fast tier — by the same cost rule on the part's share of its accesses.
- * The rest of the arena stays where it is bound, and its binding does not
- * change (sicm_arena_get_devices(), and on_fast 0 in its rates).  The part
- * grows once the room grew by a quarter of it; it goes home whole when a
- * promotion needs its room, another arena ranks above it, or the budget
- * no longer holds it.  One arena at a time is split: a private arena of
- * base pages, not SICM_ARENA_ANYWHERE.  The part is chosen by address,
- * not by heat within the arena: the monitor measures arenas, not pages.
+ * it, in part — the first bytes of its first window, in whole 2 MiB,
+ * preferred on the fast tier — by the same cost rule on the part's share
+ * of its accesses.  The rest of the arena stays where it is bound, and its
+ * binding does not change (sicm_arena_get_devices(), and on_fast 0 in its
+ * rates).  The part needs the heat held over two intervals in a row (data
+ * written once never moves in part), grows once the room grew by a
+ * quarter of it, and goes home whole when a promotion needs its room,
+ * another arena ranks above it, or the budget no longer holds it.  One
+ * arena at a time is split: a private arena of base pages, not
+ * SICM_ARENA_ANYWHERE.  The part is chosen by address, not by heat within
+ * the arena: the monitor measures arenas, not pages.
  *
  * The same placer starts without code change from the environment
  * variable SICM_AUTOPLACE, read by the first sicm_init() (sicm(7)).
