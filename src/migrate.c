@@ -192,6 +192,19 @@ static int move_to(sc_arena *a, const sc_binding *to, int guarded, int strict, i
   return rc;
 }
 
+/* Keeps the arena's last migration, begun at `start`, ended with rc
+ * (errno err), and adds it to the arena's totals.  a->migrate_lock held. */
+static void migration_record(sc_arena *a, sicm_migration_report *report, int rc, int err,
+                             uint64_t start) {
+  report->error = err;
+  report->nanoseconds = sc_clock_ns(CLOCK_MONOTONIC) - start;
+  a->last_migration = *report;
+  a->migrated = 1;
+  __atomic_fetch_add(rc == 0 ? &a->migrations_done : &a->migrations_failed, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&a->migration_ns, report->nanoseconds, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&a->migration_bytes, report->bytes_moved, __ATOMIC_RELAXED);
+}
+
 /* Moves the arena; a->migrate_lock held by the caller.  0, or -1 with
  * errno and detail, the arena rolled back; the report either way. */
 static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watch,
@@ -248,13 +261,7 @@ static int migrate_locked(sc_arena *a, const sc_binding *to, sc_move_watch *watc
     rc = -1; /* the pages moved, but other processes were not told */
     err = errno;
   }
-  report->error = err;
-  report->nanoseconds = sc_clock_ns(CLOCK_MONOTONIC) - start;
-  a->last_migration = *report;
-  a->migrated = 1;
-  __atomic_fetch_add(rc == 0 ? &a->migrations_done : &a->migrations_failed, 1, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&a->migration_ns, report->nanoseconds, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&a->migration_bytes, report->bytes_moved, __ATOMIC_RELAXED);
+  migration_record(a, report, rc, err, start);
   errno = err;
   return rc;
 }
@@ -398,13 +405,7 @@ int sc_arena_move_part(sicm_arena sa, sicm_device *const *devs, unsigned ndevs, 
   } else if (rc == 0) {
     __atomic_store_n(&a->placer_part, len, __ATOMIC_RELAXED);
   }
-  report->error = err;
-  report->nanoseconds = sc_clock_ns(CLOCK_MONOTONIC) - start;
-  a->last_migration = *report;
-  a->migrated = 1;
-  __atomic_fetch_add(rc == 0 ? &a->migrations_done : &a->migrations_failed, 1, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&a->migration_ns, report->nanoseconds, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&a->migration_bytes, report->bytes_moved, __ATOMIC_RELAXED);
+  migration_record(a, report, rc, err, start);
   pthread_mutex_unlock(&a->migrate_lock);
   errno = err;
   return rc;
