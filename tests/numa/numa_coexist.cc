@@ -69,7 +69,7 @@ int MemoryTiers() {
 }
 
 // A test under NUMA balancing in `mode` (1, or the tiering mode 2), the
-// setting and the thread's CPUs restored after it.
+// setting (but see TearDown) and the thread's CPUs restored after it.
 class Balancing : public ::testing::Test {
  protected:
   void Enter(const char *mode) {
@@ -83,10 +83,15 @@ class Balancing : public ::testing::Test {
     ASSERT_EQ(0, sched_getaffinity(0, sizeof old_cpus_, &old_cpus_));
     cpus_saved_ = true;
     ASSERT_TRUE(WriteSetting(kBalancing, mode)) << "NUMA balancing needs root";
+    tiering_ = strcmp(mode, "2") == 0;
   }
   void SetUp() override { Enter("1"); }
+  // Tiering mode is left for 0, never for 1: pages it scanned keep its
+  // access times where mode 1 keeps CPU and PID, and Linux 6.12.117 took
+  // a general protection fault in task_numa_fault on the next hinting
+  // fault after 2 -> 1 (BENCHMARKS.md).  So the tiering test runs last.
   void TearDown() override {
-    if (!saved_.empty()) WriteSetting(kBalancing, saved_);
+    if (!saved_.empty()) WriteSetting(kBalancing, tiering_ && saved_ != "2\n" ? "0" : saved_);
     if (cpus_saved_) sched_setaffinity(0, sizeof old_cpus_, &old_cpus_);
   }
   static void RunOn(int cpu) {
@@ -97,52 +102,10 @@ class Balancing : public ::testing::Test {
   }
   sicm_test::Initialized init_;
   std::string saved_;
+  bool tiering_ = false;
   cpu_set_t old_cpus_;
   bool cpus_saved_ = false;
 };
-
-class Coexist : public Balancing {
- protected:
-  void SetUp() override {
-    if (MemoryTiers() < 2) GTEST_SKIP() << "one memory tier: tiering mode promotes nothing";
-    Enter("2");
-    if (IsSkipped() || HasFatalFailure()) return;
-    RunOn(0);  // node 0's CPU: above the capacity node 3
-  }
-};
-
-TEST_F(Coexist, TieringBalancingLeavesABoundArenaWhereItIs) {
-  sicm_arena a = sicm_arena_create(0, sicm_device_of_node(3, 0));
-  ASSERT_NE(nullptr, a) << sicm_error_detail();
-  char *bound = (char *)sicm_arena_alloc(a, kBytes);
-  ASSERT_NE(nullptr, bound);
-  memset(bound, 1, kBytes);
-  // The control: pages first touched on node 3 under the thread's policy,
-  // in a mapping with none of its own.
-  char *loose = (char *)mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(MAP_FAILED, (void *)loose);
-  unsigned long node3 = 1ul << 3;
-  ASSERT_EQ(0, set_mempolicy(MPOL_BIND, &node3, 64));
-  memset(loose, 1, kBytes);
-  ASSERT_EQ(0, set_mempolicy(MPOL_DEFAULT, nullptr, 0));
-  const size_t pages = kBytes / sicm_test::PageSize();
-  ASSERT_EQ(0u, PagesNotOn(loose, kBytes, 3));
-  // Both read hot from node 0's CPU until the kernel has promoted most of
-  // the control (a few seconds in the guest), at most a minute.
-  double start = Now();
-  size_t promoted = 0;
-  while (Now() - start < 60 && promoted < pages * 9 / 10) {
-    for (int i = 0; i < 20; i++) ReadAll(bound), ReadAll(loose);
-    promoted = pages - PagesNotOn(loose, kBytes, 0);
-  }
-  printf("    control: %zu of %zu pages promoted to node 0 in %.1f s\n", promoted, pages,
-         Now() - start);
-  ASSERT_GE(promoted, pages * 9 / 10) << "NUMA balancing moved nothing: the test proves nothing";
-  EXPECT_EQ(0u, PagesNotOn(bound, kBytes, 3)) << "a page of the bound arena left node 3";
-  munmap(loose, kBytes);
-  sicm_free(bound);
-  EXPECT_EQ(0, sicm_arena_destroy(a));
-}
 
 // Pages mincore(2) finds resident that move_pages(2) reports absent: on
 // some kernels (Debian 12's 6.1), those marked for a hinting fault.
@@ -199,6 +162,49 @@ TEST_F(Balancing, AMoveTakesEveryPageOfAFirstTouchArenaTheScannerMarked) {
     }
   }
   sicm_free(p);
+  EXPECT_EQ(0, sicm_arena_destroy(a));
+}
+
+class Coexist : public Balancing {
+ protected:
+  void SetUp() override {
+    if (MemoryTiers() < 2) GTEST_SKIP() << "one memory tier: tiering mode promotes nothing";
+    Enter("2");
+    if (IsSkipped() || HasFatalFailure()) return;
+    RunOn(0);  // node 0's CPU: above the capacity node 3
+  }
+};
+
+TEST_F(Coexist, TieringBalancingLeavesABoundArenaWhereItIs) {
+  sicm_arena a = sicm_arena_create(0, sicm_device_of_node(3, 0));
+  ASSERT_NE(nullptr, a) << sicm_error_detail();
+  char *bound = (char *)sicm_arena_alloc(a, kBytes);
+  ASSERT_NE(nullptr, bound);
+  memset(bound, 1, kBytes);
+  // The control: pages first touched on node 3 under the thread's policy,
+  // in a mapping with none of its own.
+  char *loose = (char *)mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(MAP_FAILED, (void *)loose);
+  unsigned long node3 = 1ul << 3;
+  ASSERT_EQ(0, set_mempolicy(MPOL_BIND, &node3, 64));
+  memset(loose, 1, kBytes);
+  ASSERT_EQ(0, set_mempolicy(MPOL_DEFAULT, nullptr, 0));
+  const size_t pages = kBytes / sicm_test::PageSize();
+  ASSERT_EQ(0u, PagesNotOn(loose, kBytes, 3));
+  // Both read hot from node 0's CPU until the kernel has promoted most of
+  // the control (a few seconds in the guest), at most a minute.
+  double start = Now();
+  size_t promoted = 0;
+  while (Now() - start < 60 && promoted < pages * 9 / 10) {
+    for (int i = 0; i < 20; i++) ReadAll(bound), ReadAll(loose);
+    promoted = pages - PagesNotOn(loose, kBytes, 0);
+  }
+  printf("    control: %zu of %zu pages promoted to node 0 in %.1f s\n", promoted, pages,
+         Now() - start);
+  ASSERT_GE(promoted, pages * 9 / 10) << "NUMA balancing moved nothing: the test proves nothing";
+  EXPECT_EQ(0u, PagesNotOn(bound, kBytes, 3)) << "a page of the bound arena left node 3";
+  munmap(loose, kBytes);
+  sicm_free(bound);
   EXPECT_EQ(0, sicm_arena_destroy(a));
 }
 
