@@ -145,7 +145,10 @@ SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *t
  *
  * Ranking: by heat per resident byte, the heat being the bytes an arena
  * referenced in the last interval or its decaying rate, whichever is more,
- * so that an arena that turns hot ranks in after one interval.
+ * so that an arena that turns hot ranks in after one interval.  Heat under
+ * a page an interval is none: an arena whose rate has decayed below it
+ * holds no room in the set, and an idle SICM_ARENA_ANYWHERE arena goes to
+ * the cheapest memory.
  * Cost rule (ski rental): an arena that ranks in the set but sits off the
  * fast tier accrues, per interval, the bytes it referenced there of pages
  * it held before the interval (what it gained was first touches: an arena

@@ -27,8 +27,7 @@ enum {
  * arena displacing one of its size exactly at the bar, where the
  * monitor's sampling decides. */
 static const double HYSTERESIS = 0.25, MOVE_WEIGHT = 1.0 / 3;
-/* A split arena's part is whole transparent huge pages, so that binding
- * it never splits one. */
+/* A split arena's part is whole huge pages: binding it never splits one. */
 static const uint64_t SPLIT_GRAIN = 2 << 20;
 
 /* What the placer keeps of one arena slot. */
@@ -413,7 +412,8 @@ static void autoplace_interval(uint64_t elapsed_ns) {
   if (placer.config.monitor_only)
     return;
   sc_plan_params params = {.budget = interval_budget(on_fast_bytes), .hysteresis = HYSTERESIS,
-                           .move_weight = MOVE_WEIGHT, .split_grain = SPLIT_GRAIN};
+                           .move_weight = MOVE_WEIGHT, .split_grain = SPLIT_GRAIN,
+                           .heat_floor = sc_page_size()};
   sc_plan(placer.plan, n, &params, placer.order);
   interval_apply(n);
 }

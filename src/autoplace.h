@@ -91,6 +91,7 @@ typedef struct sc_plan_params {
   double hysteresis;            /* an arena on the fast tier ranks with rate * (1 + this) */
   double move_weight;           /* move when regret >= weight * bytes the move costs */
   uint64_t split_grain;         /* a part is a multiple of this; 0: no arena is split */
+  uint64_t heat_floor;          /* heat below this is none (see autoplace_plan.c) */
 } sc_plan_params;
 /* Decides each arena's action for this interval: ranks by rate per
  * resident byte, keeps the set that fits the budget, promotes by the ski

@@ -9,7 +9,7 @@
  * turns cold keeps its past for a few intervals (an arena already on the
  * fast tier ranks with `hysteresis` more, so two arenas of about the same
  * heat do not trade places).  The set is taken greedily while it fits the
- * budget; an arena that referenced nothing never enters it.
+ * budget; an arena with no heat (less than `heat_floor`) never enters it.
  *
  * The moves, by ski rental: an arena of the set that sits off the fast
  * tier accrues, each interval, the bytes it referenced there (what staying
@@ -38,9 +38,22 @@
 
 #include "autoplace.h"
 
+static double plan_heat(const sc_plan_arena *a) {
+  return (double)a->referenced > a->rate ? (double)a->referenced : a->rate;
+}
+
+/* Whether the arena has heat to rank by.  Heat under the floor (a page an
+ * interval) is none: the monitor counts whole pages, so it is what is
+ * left of old heat as the rate decays, or a page of the allocator's own
+ * touched once; an arena ranked by it would hold room it never uses and
+ * keep an idle ANYWHERE arena off the cheapest memory for good. */
+static int plan_warm(const sc_plan_arena *a, const sc_plan_params *p) {
+  double heat = plan_heat(a);
+  return heat > 0 && heat >= (double)p->heat_floor;
+}
+
 static double plan_score(const sc_plan_arena *a, const sc_plan_params *p) {
-  double heat = (double)a->referenced > a->rate ? (double)a->referenced : a->rate;
-  double density = heat / (double)(a->resident ? a->resident : 1);
+  double density = plan_heat(a) / (double)(a->resident ? a->resident : 1);
   return (a->on_fast || a->part) && !a->anywhere ? density * (1 + p->hysteresis) : density;
 }
 
@@ -166,11 +179,11 @@ unsigned sc_plan(sc_plan_arena *a, unsigned n, const sc_plan_params *p, unsigned
   sc_plan_arena *split = NULL; /* the hottest arena outside the set */
   for (unsigned k = 0; k < n; k++) {
     sc_plan_arena *x = &a[order[k]];
-    if (x->rate > 0 && x->resident > 0 && x->resident <= room) {
+    int warm = plan_warm(x, p) && x->resident > 0;
+    if (warm && x->resident <= room) {
       x->wanted = 1;
       room -= x->resident;
-    } else if (split == NULL && x->rate > 0 && x->resident > 0 && x->splittable && !x->on_fast &&
-               p->split_grain > 0) {
+    } else if (split == NULL && warm && x->splittable && !x->on_fast && p->split_grain > 0) {
       split = x;
     }
     used += fast_bytes(x);

@@ -220,6 +220,32 @@ TEST(PlanRule, APartLeavesForAHotterArenaThatNeedsItsRoom) {
   EXPECT_LE(plan.FastBytes(), plan.p.budget);
 }
 
+// One page referenced once, long ago (the allocator's own, say): the rate
+// it left decays below a page an interval and is no heat.  The arena holds
+// no room in the set, so the split arena gets it all, and an idle
+// ANYWHERE arena is free to go to the cheapest memory (not wanted).
+TEST(PlanRule, WhatIsLeftOfOldHeatHoldsNoRoom) {
+  for (uint64_t floor : {(uint64_t)0, (uint64_t)4096}) {
+    Plan plan(2);
+    plan.p.split_grain = MiB;
+    plan.p.heat_floor = floor;
+    plan.a[0].resident = 10 * MiB;
+    plan.a[0].splittable = 1;
+    plan.a[1].resident = 2 * MiB;
+    plan.a[1].anywhere = 1;
+    plan.Step({0, 4096.0 / MiB});
+    EXPECT_EQ(1, plan.a[1].wanted) << "a page this interval is heat";
+    for (int i = 0; i < 6; i++) plan.Step({3, 0});
+    if (floor == 0) {  // the rule off: the old page's remnant takes 2 MiB
+      EXPECT_EQ(1, plan.a[1].wanted);
+      EXPECT_EQ(2 * MiB, plan.a[0].part);
+    } else {
+      EXPECT_EQ(0, plan.a[1].wanted);
+      EXPECT_EQ(4 * MiB, plan.a[0].part);
+    }
+  }
+}
+
 // The plan against its promises on random histories, with the placer's
 // stay of two intervals after a move: the budget holds once every arena
 // may move, one arena at most is split, a part is whole grains and
@@ -234,6 +260,7 @@ TEST(PlanRule, RandomHistoriesKeepThePlansPromises) {
     plan.p.split_grain = MiB;
     plan.p.move_weight = 1.0 / 3;
     plan.p.budget = (1 + rng() % 12) * MiB;
+    plan.p.heat_floor = round % 2 ? 4096 : 0;
     for (auto &x : plan.a) {
       x.resident = (1 + rng() % 10) * MiB;
       x.splittable = rng() % 4 != 0;

@@ -185,9 +185,9 @@ TEST_F(Autoplace, IdleAnywhereArenasLiveOnCapacityMemory) {
     Touch({2});
     usleep(kIntervalMs * 1000 / 8);
   }
-  EXPECT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, kCapacity));
-  EXPECT_EQ(0u, PagesNotOn(arenas_[1].data, kArenaBytes, kCapacity));
-  EXPECT_EQ(0u, PagesNotOn(arenas_[2].data, kArenaBytes, kFast));
+  EXPECT_EQ(0u, PagesNotOn(arenas_[0].data, kArenaBytes, kCapacity)) << StatsJson();
+  EXPECT_EQ(0u, PagesNotOn(arenas_[1].data, kArenaBytes, kCapacity)) << StatsJson();
+  EXPECT_EQ(0u, PagesNotOn(arenas_[2].data, kArenaBytes, kFast)) << StatsJson();
 }
 
 // Fills node `node` but for `leave` bytes with an arena of the program
