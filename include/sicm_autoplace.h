@@ -201,7 +201,8 @@ SICM_API int sicm_autoplace_config_parse(sicm_autoplace_config *c, const char *t
  * accesses, the placer arenas, or the first bytes of one, by address:
  * hpcc above capacity memory); DAMON, system-wide by physical address.
  * Held to the default cpu_share, the placer measures arenas in huge pages
- * (SICM_ARENA_HUGEPAGES) at short intervals; many MiB in 4 KiB pages
+ * (SICM_ARENA_HUGEPAGES; the preload's pages=huge, sicm(7)) at short
+ * intervals; many MiB in 4 KiB pages
  * lengthen them, and it then lags phases shorter than its interval.
  *
  * Returns 0, or -1 with errno (nothing started, nothing moved):

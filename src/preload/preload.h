@@ -52,6 +52,8 @@ typedef struct pl_config {
   char stats_path[256]; /* "": stderr; opened for appending when printing */
   char device_spec[256]; /* as given, for the report */
   unsigned site_depth;  /* sites=: frames of the call stack that name a site; 0: off */
+  unsigned page_flags;  /* pages=: SICM_ARENA_HUGEPAGES or _NOHUGEPAGES for the arenas of
+                           placed blocks; 0: the system's setting decides */
 } pl_config;
 
 /* With sites=N, each call site of large allocations — the hash of the

@@ -2,8 +2,9 @@
 /* preload_conf.c: SICM_PRELOAD, the one variable that configures
  * libsicm-preload.so, read into pl_conf: the threshold, the chain of
  * tiers (the chosen device or devices, then where to spill), the budget,
- * the reserve and the statistics.  One table holds its keys; the grammar is every
- * setting's (base_settings.h, sicm(7) SETTINGS), so that
+ * the reserve, the page size and the statistics.  One table holds its
+ * keys; the grammar is every setting's (base_settings.h, sicm(7)
+ * SETTINGS), so that
  *   SICM_PRELOAD=min=1M,device=hbm,spill=dram+capacity
  * Any error is reported once on stderr and leaves the preload inactive. */
 #define _GNU_SOURCE
@@ -250,6 +251,14 @@ static int set_small(void *ctx, const char *v, char *why, size_t len) {
   return pl_conf.small_process || strcmp(v, "sicm") == 0 ? 0 : -1;
 }
 
+static int set_pages(void *ctx, const char *v, char *why, size_t len) {
+  (void)ctx, (void)why, (void)len;
+  pl_conf.page_flags = strcmp(v, "huge") == 0   ? SICM_ARENA_HUGEPAGES
+                       : strcmp(v, "base") == 0 ? SICM_ARENA_NOHUGEPAGES
+                                                : 0;
+  return pl_conf.page_flags || strcmp(v, "system") == 0 ? 0 : -1;
+}
+
 static int set_signal(void *ctx, const char *v, char *why, size_t len) {
   (void)ctx, (void)why, (void)len;
   pl_conf.stats_signal = signal_parse(v);
@@ -267,6 +276,7 @@ static const sc_setting preload_keys[] = {
     {"sites", "0 to 16", set_sites},
     {"stats", "on, off, stderr or a path", set_stats},
     {"small", "sicm or process", set_small},
+    {"pages", "huge, base or system", set_pages},
     {"signal", "USR1, USR2, HUP, PROF or a real-time signal number", set_signal},
 };
 

@@ -140,7 +140,8 @@ static sicm_arena tier_arena(pl_tier *t) {
   pthread_mutex_lock(&pl_lock);
   arena = t->arena;
   if (arena == NULL && !t->arena_failed) {
-    arena = sicm_arena_create_devices(0, t->devices, (int)t->ndevices, t->flags);
+    arena = sicm_arena_create_devices(0, t->devices, (int)t->ndevices,
+                                      t->flags | pl_conf.page_flags);
     if (arena == NULL) {
       t->arena_failed = 1;
       pl_warn("could not create an arena; that device is skipped: ", sicm_error_detail());

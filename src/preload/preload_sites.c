@@ -70,7 +70,7 @@ sicm_arena pl_site_arena(uint64_t hash, unsigned tier) {
     if (arena == NULL) {
       pl_tier *t = &pl_conf.tiers[tier];
       arena = sicm_arena_create_devices(0, t->devices, (int)t->ndevices,
-                                        t->flags | SICM_ARENA_AUTOPLACE);
+                                        t->flags | pl_conf.page_flags | SICM_ARENA_AUTOPLACE);
       char name[SICM_ARENA_NAME_MAX];
       pl_text text = {.len = 0};
       pl_text_str(&text, "site-");

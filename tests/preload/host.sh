@@ -34,6 +34,10 @@ step fork run "min=1M,device=node:0" fork 200
 step "fork, small=process" run "min=1M,device=node:0,small=process" fork 50
 step budget run "min=1M,device=node:0,spill=none,budget=8M" budget
 step "off" run off inactive
+step "pages=huge" run "min=1M,device=node:0,pages=huge" pages hg
+step "pages=huge, sites" run "min=1M,device=node:0,sites=2,pages=huge" pages hg
+step "pages=base" run "min=1M,device=node:0,pages=base" pages nh
+step "pages=system" run "min=1M,device=node:0,pages=system" pages none
 
 # A bad value: one clear line on stderr, then the program runs unchanged.
 bad() {
@@ -52,6 +56,7 @@ for value in nan inf 1e3 0x10 -5 1.M .5M 4x; do
 done
 step "min nan" bad "min=nan" "SICM_PRELOAD: bad value .*min=nan"
 step "small bad" bad "small=glibc" "SICM_PRELOAD: bad value .*small=glibc"
+step "pages bad" bad "pages=2M" "SICM_PRELOAD: bad value .*pages=2M"
 step "key twice" bad "min=1M,min=2M" "SICM_PRELOAD: 'min' is given twice"
 step "a list with commas" bad "spill=node:0,node:0" "SICM_PRELOAD: expected key=value, got 'node:0'"
 step "weighted, one device" bad "device=weighted:node:0" "weighted: and interleave: take two or more"

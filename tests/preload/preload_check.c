@@ -294,6 +294,42 @@ static int mode_small_node(void) {
   return 0;
 }
 
+/* The VmFlags of the mapping that holds p, from /proc/self/smaps: "hg"
+ * (MADV_HUGEPAGE), "nh" (MADV_NOHUGEPAGE) or neither, whatever the kernel
+ * then does with the advice. */
+static const char *page_advice(const void *p) {
+  static char line[512];
+  const char *advice = "?";
+  FILE *f = fopen("/proc/self/smaps", "r");
+  int inside = 0;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+    } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+      advice = strstr(line, " hg") ? "hg" : strstr(line, " nh") ? "nh" : "none";
+      break;
+    }
+  }
+  if (f != NULL)
+    fclose(f);
+  return advice;
+}
+
+/* pages=: a placed block's mapping carries the advice `want`, a small
+ * block's is left to the system. */
+static int mode_pages(const char *want) {
+  void *big = malloc(4 * MiB), *small = malloc(64);
+  CHECK(big && small && placed(big), "malloc(4 MiB) is placed");
+  printf("placed block's advice: %s\n", page_advice(big));
+  CHECK(strcmp(page_advice(big), want) == 0, "the placed block's mapping has the advice pages= asks");
+  if (in_small_arena(small))
+    CHECK(strcmp(page_advice(small), "hg") != 0, "a small block's mapping is not advised huge");
+  free(big);
+  free(small);
+  return 0;
+}
+
 static int mode_inactive(void) {
   void *p = malloc(4 * MiB), *q = malloc(64);
   CHECK(p && q && (arena_of == NULL || (arena_of(p) == NULL && arena_of(q) == NULL)),
@@ -326,6 +362,8 @@ int main(int argc, char **argv) {
     return mode_small_node();
   if (strcmp(mode, "inactive") == 0)
     return mode_inactive();
+  if (strcmp(mode, "pages") == 0)
+    return mode_pages(argc > 2 ? argv[2] : "none");
   if (strcmp(mode, "signal") == 0) { /* statistics on a signal, while the block lives */
     void *volatile p = malloc(4 * MiB);
     raise(SIGUSR1);
