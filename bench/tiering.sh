@@ -42,8 +42,8 @@ sed -e '6s/.*/2000         Ns/' -e '11s/.*/1            Ps/' -e '12s/.*/1       
 # Each round runs every mode once, so that what drifts over a boot
 # (DAMON's regions, the kernel's caches) falls on all of them.
 for round in $(seq "$first" $((first + ${SICM_TIERING_PROGRAM_ROUNDS:-3} - 1))); do
-  for mode in ${SICM_TIERING_PROGRAM_MODES:-none placer placer-1%cpu placer-1%cpu-thp balancing \
-      balancing-thp damon}; do
+  for mode in ${SICM_TIERING_PROGRAM_MODES:-none placer placer-1%cpu placer-1%cpu-thp \
+      placer-1%cpu-huge balancing balancing-thp damon}; do
     (cd "$dir" && TMPDIR="$dir" "$program" "$mode" "$preload" "$dir/stats-$mode-$round.json" -- hpcc \
       > "$dir/run-$mode-$round.txt" 2>&1)
     if line=$(grep '^{' "$dir/run-$mode-$round.txt"); then

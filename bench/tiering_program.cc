@@ -24,6 +24,9 @@
 //   placer-1%cpu-thp  the same with the system's transparent huge pages
 //              "always", so that the preload's arenas get them and the
 //              placer measures them per 2 MiB;
+//   placer-1%cpu-huge  the same with the preload's pages=huge instead:
+//              its arenas advised huge, the system's setting untouched
+//              (what a user without root can ask);
 //   balancing  NUMA balancing in tiering mode, demotion on (the binding
 //              has MPOL_F_NUMA_BALANCING, so that it may move pages
 //              between the two nodes);
@@ -101,11 +104,17 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 
-enum Mode { NONE, PLACER, PLACER_FRUGAL, PLACER_FRUGAL_HUGE, BALANCING, BALANCING_HUGE, DAMON, MODES };
-const char *const kModeNames[MODES] = {"none",      "placer",        "placer-1%cpu", "placer-1%cpu-thp",
-                                       "balancing", "balancing-thp", "damon"};
+enum Mode {
+  NONE, PLACER, PLACER_FRUGAL, PLACER_FRUGAL_HUGE, PLACER_FRUGAL_PAGES, BALANCING, BALANCING_HUGE,
+  DAMON, MODES
+};
+const char *const kModeNames[MODES] = {"none",          "placer",    "placer-1%cpu",
+                                       "placer-1%cpu-thp", "placer-1%cpu-huge", "balancing",
+                                       "balancing-thp", "damon"};
 
-bool Placed(Mode m) { return m == PLACER || m == PLACER_FRUGAL || m == PLACER_FRUGAL_HUGE; }
+bool Placed(Mode m) {
+  return m == PLACER || m == PLACER_FRUGAL || m == PLACER_FRUGAL_HUGE || m == PLACER_FRUGAL_PAGES;
+}
 bool Balanced(Mode m) { return m == BALANCING || m == BALANCING_HUGE; }
 bool Huge(Mode m) { return m == PLACER_FRUGAL_HUGE || m == BALANCING_HUGE; }
 
@@ -224,7 +233,8 @@ void Pin(int cpu) {
     int first = 0, other = fast == 0 ? slow : fast;
     std::string spill = fast == 0 ? ",budget=" + std::to_string(budget >> 20) + "M" : "";
     std::string place = "min=1M,sites=4,small=process,device=node:" + std::to_string(first) +
-                        ",spill=node:" + std::to_string(other) + spill;
+                        ",spill=node:" + std::to_string(other) + spill +
+                        (mode == PLACER_FRUGAL_PAGES ? ",pages=huge" : "");
     std::string autoplace = "fast=" + std::to_string(fast) + ",budget=" + std::to_string(budget >> 20) +
                             "M,reserve=0,interval=" + std::to_string(traces::kIntervalMs) + "ms" +
                             (mode == PLACER ? ",cpu=100%" : "");
@@ -246,7 +256,8 @@ int main(int argc, char **argv) {
   if (argc < 6 || mode == MODES || strcmp(argv[4], "--") != 0) {
     fprintf(stderr,
             "usage: tiering_program MODE PRELOAD STATS -- PROGRAM...\n"
-            "  MODE: none, placer, placer-1%%cpu, placer-1%%cpu-thp, balancing, balancing-thp, damon\n");
+            "  MODE: none, placer, placer-1%%cpu, placer-1%%cpu-thp, placer-1%%cpu-huge, balancing,\n"
+            "        balancing-thp, damon\n");
     return 2;
   }
   const int fast = EnvInt("SICM_TIERING_FAST", 2), slow = EnvInt("SICM_TIERING_SLOW", 0);
