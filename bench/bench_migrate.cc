@@ -5,8 +5,9 @@
 // for DRAM->HBM (0->2), HBM->DRAM (2->0) and DRAM->DRAM (0->1), with 4 KiB
 // pages and with transparent huge pages; every size from 4 KiB to 1 MiB
 // and an empty arena show the fixed cost of a move.  Also: the methods of
-// moving huge pages side by side (BM_migrate_method), and how long a thread
-// writing the arena stalls during a move (BM_migrate_stall).
+// moving huge pages side by side (BM_migrate_method), how long a thread
+// writing the arena stalls during a move (BM_migrate_stall), and what the
+// kernel charges per call that may move (BM_move_pages_calls).
 // bench/migrate_plot.py turns the JSON into tables, a CSV and a PNG.
 #include <benchmark/benchmark.h>
 #include <numaif.h>
@@ -16,8 +17,10 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "sicm.h"
 
@@ -175,6 +178,47 @@ void BM_migrate_stall(benchmark::State &state) {
   sicm_arena_destroy(a);
 }
 
+// The kernel's fixed cost of a call that may move pages, paid per call
+// whatever it moves (Linux 6.12 drains the LRU caches behind an expedited
+// RCU grace period): `regions` one-page mappings on node 0 moved to node 2
+// by one move_pages(2) call each (batched 0), as one arena move each
+// makes, or by one call for all (batched 1), as a move of several arenas
+// at once could.  Time per iteration is for all regions; per_region_us
+// divides it.
+void BM_move_pages_calls(benchmark::State &state) {
+  const int regions = (int)state.range(0);
+  const bool batched = state.range(1) != 0;
+  std::vector<void *> pages(regions);
+  std::vector<int> there(regions, 2), back(regions, 0), status(regions, -1);
+  for (auto &p : pages) {
+    p = BufferOn(0, 4096, false);
+    if (p == nullptr) {
+      state.SkipWithError("no memory on node 0");
+      return;
+    }
+  }
+  uint64_t timed = 0;
+  for (auto _ : state) {
+    uint64_t t0 = NowNs();
+    long rc = 0;
+    if (batched)
+      rc = move_pages(0, regions, pages.data(), there.data(), status.data(), MPOL_MF_MOVE);
+    for (int i = 0; !batched && i < regions && rc == 0; i++)
+      rc = move_pages(0, 1, &pages[i], &there[i], &status[i], MPOL_MF_MOVE);
+    uint64_t t1 = NowNs();
+    if (rc != 0 || std::count(status.begin(), status.end(), 2) != regions) {
+      state.SkipWithError("move_pages did not move every page to node 2");
+      break;
+    }
+    timed += t1 - t0;
+    state.SetIterationTime((double)(t1 - t0) * 1e-9);
+    move_pages(0, regions, pages.data(), back.data(), status.data(), MPOL_MF_MOVE);
+  }
+  state.counters["per_region_us"] =
+      state.iterations() ? (double)timed / 1e3 / (double)state.iterations() / regions : 0;
+  for (void *p : pages) munmap(p, 4096);
+}
+
 void Sizes(benchmark::internal::Benchmark *b) {
   for (int c = 0; c < 3; c++)
     for (int huge = 0; huge < 2; huge++) {
@@ -201,6 +245,11 @@ BENCHMARK(BM_migrate_empty)
 BENCHMARK(BM_migrate_stall)->Arg(0)->Arg(1)->ArgName("huge")->UseRealTime()->Unit(
     benchmark::kMillisecond);
 BENCHMARK(BM_migrate_method)->Apply(Methods);
+BENCHMARK(BM_move_pages_calls)
+    ->ArgsProduct({{1, 8, 64}, {0, 1}})
+    ->ArgNames({"regions", "batched"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
