@@ -33,7 +33,12 @@ typedef struct sicm_migration_report {
  * writer waits for at most one such piece at a time), huge-page arenas a
  * huge page at a time (writers wait for that page only).  The cost
  * follows the resident pages, not the address range the arena used: an
- * empty arena moves in microseconds.  Arenas created with
+ * empty arena moves in microseconds.  A move with pages to move makes one
+ * kernel call that may move them, and the kernel charges each such call a
+ * fixed price whatever it moves (Linux 6.12 raised it: it drains its LRU
+ * caches behind an expedited RCU grace period), so a move of a small
+ * arena costs mostly that price; one call for several arenas would pay
+ * it once, which this library does not offer.  Arenas created with
  * SICM_ARENA_HUGEPAGES are moved by several threads (see
  * sicm_migrate_set_threads()), at most one per 64 MiB; others by the
  * calling thread alone.  No arena gets transparent huge pages unless
