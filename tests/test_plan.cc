@@ -22,10 +22,18 @@ const uint64_t MiB = 1 << 20;
 struct Plan {
   std::vector<sc_plan_arena> a;
   std::vector<unsigned> order;
-  sc_plan_params p{4 * MiB, 0.25, 1.0};
+  sc_plan_params p = {};
+  // Arenas of 1 MiB, cold, off the fast tier, movable; a budget of 4.
   explicit Plan(unsigned n) : a(n), order(n) {
-    for (auto &x : a) x = sc_plan_arena{MiB, 0, 0, 0, 0, 1, 0, 0, 0, 0};
-    for (auto &x : a) x.part_limit = UINT64_MAX;
+    p.budget = 4 * MiB;
+    p.hysteresis = 0.25;
+    p.move_weight = 1.0;
+    for (auto &x : a) {
+      x = sc_plan_arena();
+      x.resident = MiB;
+      x.movable = 1;
+      x.part_limit = UINT64_MAX;
+    }
   }
   // One interval: each arena referenced refs[i] MiB; the plan's moves are
   // carried out at once, as the placer does.  Returns the moves.
@@ -285,8 +293,12 @@ TEST(PlanRule, RandomHistoriesKeepThePlansPromises) {
         EXPECT_EQ(0u, x.part % MiB) << at;
         EXPECT_TRUE(x.part == 0 || (!x.on_fast && x.part < x.resident && x.splittable)) << at;
       }
-      if (step >= 45) EXPECT_EQ(0u, moves) << at << ": not settled";
-      if (all_movable) ASSERT_LE(plan.FastBytes(), plan.p.budget) << at;
+      if (step >= 45) {
+        EXPECT_EQ(0u, moves) << at << ": not settled";
+      }
+      if (all_movable) {
+        ASSERT_LE(plan.FastBytes(), plan.p.budget) << at;
+      }
       ASSERT_LE(split, 1u) << at;
     }
   }
