@@ -220,10 +220,10 @@ static uint64_t referenced_bytes(sc_arena *a, uint64_t generation, uint64_t mine
   if (a->ops->rate_share == NULL || !shared_enter(a, generation))
     return mine;
   double seconds = (double)elapsed_ns / 1e9;
-  uint64_t sum = a->ops->rate_share(a, (uint64_t)((double)mine / seconds),
+  uint64_t sum = a->ops->rate_share(a, (uint64_t)llround((double)mine / seconds),
                                     (unsigned)(elapsed_ns / 1000000));
   pthread_mutex_unlock(&a->migrate_lock);
-  return (uint64_t)((double)sum * seconds);
+  return (uint64_t)llround((double)sum * seconds); /* rounded: a page stays a page */
 }
 
 /* Updates the decaying rate and what the arena's rates show; 0 when the
