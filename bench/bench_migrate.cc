@@ -190,12 +190,15 @@ void BM_move_pages_calls(benchmark::State &state) {
   const bool batched = state.range(1) != 0;
   std::vector<void *> pages(regions);
   std::vector<int> there(regions, 2), back(regions, 0), status(regions, -1);
-  for (auto &p : pages) {
-    p = BufferOn(0, 4096, false);
-    if (p == nullptr) {
-      state.SkipWithError("no memory on node 0");
-      return;
-    }
+  for (auto &p : pages) p = BufferOn(0, 4096, false);
+  auto unmap = [&] {
+    for (void *p : pages)
+      if (p != nullptr) munmap(p, 4096);
+  };
+  if (std::count(pages.begin(), pages.end(), nullptr) != 0) {
+    state.SkipWithError("no memory on node 0");
+    unmap();
+    return;
   }
   uint64_t timed = 0;
   for (auto _ : state) {
@@ -212,11 +215,16 @@ void BM_move_pages_calls(benchmark::State &state) {
     }
     timed += t1 - t0;
     state.SetIterationTime((double)(t1 - t0) * 1e-9);
-    move_pages(0, regions, pages.data(), back.data(), status.data(), MPOL_MF_MOVE);
+    // Back on node 0, or the next timed call would move nothing.
+    if (move_pages(0, regions, pages.data(), back.data(), status.data(), MPOL_MF_MOVE) != 0 ||
+        std::count(status.begin(), status.end(), 0) != regions) {
+      state.SkipWithError("move_pages did not move every page back to node 0");
+      break;
+    }
   }
   state.counters["per_region_us"] =
       state.iterations() ? (double)timed / 1e3 / (double)state.iterations() / regions : 0;
-  for (void *p : pages) munmap(p, 4096);
+  unmap();
 }
 
 void Sizes(benchmark::internal::Benchmark *b) {
