@@ -316,11 +316,17 @@ static const char *page_advice(const void *p) {
   return advice;
 }
 
-/* pages=: a placed block's mapping carries the advice `want`, a small
- * block's is left to the system. */
+/* pages=: a placed block's mapping carries the advice `want` (with
+ * sites=, in a site's arena, not the tier's it would fall back to), a
+ * small block's is left to the system. */
 static int mode_pages(const char *want) {
   void *big = malloc(4 * MiB), *small = malloc(64);
   CHECK(big && small && placed(big), "malloc(4 MiB) is placed");
+  const char *conf = getenv("SICM_PRELOAD");
+  char name[64] = "";
+  if (conf != NULL && strstr(conf, "sites=") != NULL)
+    CHECK(name_of(arena_of(big), name, sizeof name) >= 0 && strncmp(name, "site-", 5) == 0,
+          "with sites=, the block is in a site's arena");
   printf("placed block's advice: %s\n", page_advice(big));
   CHECK(strcmp(page_advice(big), want) == 0, "the placed block's mapping has the advice pages= asks");
   if (in_small_arena(small))
