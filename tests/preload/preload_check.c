@@ -327,8 +327,9 @@ static int mode_pages(const char *want) {
   if (conf != NULL && strstr(conf, "sites=") != NULL)
     CHECK(name_of(arena_of(big), name, sizeof name) >= 0 && strncmp(name, "site-", 5) == 0,
           "with sites=, the block is in a site's arena");
-  printf("placed block's advice: %s\n", page_advice(big));
-  CHECK(strcmp(page_advice(big), want) == 0, "the placed block's mapping has the advice pages= asks");
+  const char *advice = page_advice(big);
+  printf("placed block's advice: %s\n", advice);
+  CHECK(strcmp(advice, want) == 0, "the placed block's mapping has the advice pages= asks");
   if (in_small_arena(small))
     CHECK(strcmp(page_advice(small), "hg") != 0, "a small block's mapping is not advised huge");
   free(big);
