@@ -379,9 +379,9 @@ void sc_arenas_fork_child(void) {
     if (a != NULL && a->huge_page != 0 && a->live_generation != 0) {
       __atomic_store_n(&a->live_generation, 0, __ATOMIC_RELEASE);
       gone = 1;
-      /* Its windows leave the record (which a new arena may take) and the
-       * chunk table; its allocator arenas are left alone, unused. */
-      sc_window_release_all(a);
+      /* Its windows leave the record (which a new arena may take), their
+       * addresses held; its allocator arenas are left alone, unused. */
+      sc_window_lose_all(a);
     }
   }
   if (gone) { /* as at a destroy: no front may still name one */

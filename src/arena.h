@@ -301,8 +301,11 @@ void sc_fronts_fork_unlock(int child);
 /* In sc_chunk_owner: the chunk holds fixed arenas' windows (the caller's
  * memory, anywhere, several to a chunk): the owner is found in their list. */
 #define SC_CHUNK_MANY 0x7fffu
+/* In sc_chunk_owner: the chunk held a window this process lost at fork()
+ * (sc_window_lose_all): no arena's, and never a window again. */
+#define SC_CHUNK_LOST 0x7ffeu
 /* slot + 1 of the arena owning each chunk (| SC_CHUNK_PARTIAL), or
- * SC_CHUNK_MANY; 0: none. */
+ * SC_CHUNK_MANY or SC_CHUNK_LOST; 0: none. */
 extern uint16_t sc_chunk_owner[SC_CHUNK_COUNT];
 /* The fixed arena whose window holds addr, or NULL (lock-free). */
 sc_arena *sc_window_owner_fixed(uintptr_t addr);
@@ -320,7 +323,7 @@ static inline sc_arena *sc_window_owner(const void *p) {
   if (addr >> SC_ADDRESS_BITS)
     return NULL;
   unsigned owner = __atomic_load_n(&sc_chunk_owner[addr >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
-  if (owner == 0)
+  if (owner == 0 || owner == SC_CHUNK_LOST)
     return NULL;
   if (owner == SC_CHUNK_MANY)
     return sc_window_owner_fixed(addr);
@@ -347,6 +350,9 @@ sc_window *sc_window_of(sc_arena *a, const void *p);
 void *sc_window_take(sc_arena *a, void *new_addr, size_t size, size_t alignment);
 /* Unmaps every window of the arena. */
 void sc_window_release_all(sc_arena *a);
+/* In a child of fork(), for an arena whose windows it did not inherit:
+ * takes them from the arena, their addresses held for good. */
+void sc_window_lose_all(sc_arena *a);
 /* The live arena owning address p and its generation, or NULL (no errno:
  * callers decide whether that is an error).  Inline: every free uses it. */
 static inline sc_arena *sc_arena_of_ptr(const void *p, uint64_t *generation) {

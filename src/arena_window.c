@@ -474,3 +474,27 @@ void sc_window_release_all(sc_arena *a) {
   }
   __atomic_store_n(&a->nwindows, 0, __ATOMIC_RELEASE);
 }
+
+/* The child did not inherit the windows (MADV_DONTFORK) but did inherit
+ * jemalloc's map from addresses to extents, which still names the lost
+ * arena's extents there: an extent of another arena at those addresses
+ * would merge with them.  So the addresses are never used again, neither
+ * by a window (the chunk table) nor by the kernel's choice (a mapping that
+ * reserves them, at no cost).  The child has one thread: no lock is
+ * taken (fixed_lock may have been held by a thread of the parent). */
+void sc_window_lose_all(sc_arena *a) {
+  for (unsigned i = 0; i < a->nwindows; i++) {
+    const sc_window *w = &a->windows[i];
+    uintptr_t first = (uintptr_t)w->base >> SC_CHUNK_SHIFT;
+    page_tags_clear(w);
+    for (uintptr_t c = first; c < first + w->size / SC_CHUNK_SIZE; c++)
+      __atomic_store_n(&sc_chunk_owner[c], (uint16_t)SC_CHUNK_LOST, __ATOMIC_RELEASE);
+    void *held = mmap(w->base, w->size, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (held != MAP_FAILED && held != w->base) /* a kernel without NOREPLACE: a hint */
+      munmap(held, w->size);
+    if (w->populated)
+      munmap(w->populated, huge_bits_bytes(a, w->size));
+  }
+  __atomic_store_n(&a->nwindows, 0, __ATOMIC_RELEASE);
+}

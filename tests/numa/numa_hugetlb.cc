@@ -44,6 +44,22 @@ size_t KernelPageSize(const void *p) {
   return kb << 10;
 }
 
+// Whether p lies in a mapping no access is allowed to (held, unused); its
+// bounds in *lo and *hi.
+bool HeldAddresses(const void *p, uintptr_t *lo, uintptr_t *hi) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (f == nullptr) return false;
+  char line[512], perms[8];
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f) != nullptr) {
+    unsigned long b, e;
+    found = sscanf(line, "%lx-%lx %7s", &b, &e, perms) == 3 && (uintptr_t)p >= b && (uintptr_t)p < e;
+    if (found) *lo = b, *hi = e;
+  }
+  fclose(f);
+  return found && strncmp(perms, "---", 3) == 0;
+}
+
 class Hugetlb : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -289,8 +305,10 @@ TEST_F(Hugetlb, AnEmptiedArenaServesABlockOfMostOfItsMaxsize) {
 // fork(): a hugetlb arena stays the parent's alone (its pages are not
 // inherited: a huge page both map would be copied at the first write, and
 // with the pool dry the writer, either one, would die of SIGBUS).  In the
-// child the arena is gone (ESTALE, its blocks no arena's) and a new one
-// works; the parent writes its block while the child lives.
+// child the arena is gone (ESTALE, its blocks no arena's), its addresses
+// stay held and no new arena's blocks land there (jemalloc's map of extents
+// still names the lost arena's, and a new extent would merge with them),
+// and new arenas work; the parent writes its block while the child lives.
 TEST_F(Hugetlb, AChildOfForkLeavesHugetlbArenasToTheParent) {
   sicm_arena a;
   unsigned char *p = ArenaWithBlock(3, 2 * kHuge, 6, &a);
@@ -312,6 +330,20 @@ TEST_F(Hugetlb, AChildOfForkLeavesHugetlbArenasToTheParent) {
     auto *q = mine ? (char *)sicm_arena_alloc(mine, 100) : nullptr;
     bad |= mine == nullptr || (q == nullptr && errno != ENOMEM);
     if (q != nullptr) memset(q, 1, 100);
+    uintptr_t lo = 0, hi = 0;
+    bad |= !HeldAddresses(p, &lo, &hi);
+    sicm_arena base = sicm_arena_create(0, sicm_device_of_node(0, 0));
+    bad |= base == nullptr;
+    std::vector<char *> blocks;
+    for (size_t k = 0; base != nullptr && k < 96; k++) {
+      size_t len = k % 3 ? 100 + k * 48 : (k % 7 + 1) << 16;  // small and large: extents grow
+      auto *b = (char *)sicm_arena_alloc(base, len);
+      bad |= b == nullptr || ((uintptr_t)b < hi && (uintptr_t)b + len > lo);
+      if (b != nullptr) memset(b, 2, len), blocks.push_back(b);
+      if (k % 4 == 3) sicm_free(blocks[blocks.size() / 2]), blocks.erase(blocks.begin() + blocks.size() / 2);
+    }
+    for (char *b : blocks) sicm_free(b);
+    bad |= base != nullptr && sicm_arena_destroy(base) != 0;
     char c = 1;
     bad |= write(ready[1], &c, 1) != 1;
     usleep(200000);  // alive while the parent writes
