@@ -66,7 +66,8 @@ extern "C" {
  * stay the parent's alone (a huge page both processes map is copied at the
  * first write, and with the pool dry the kernel ends the writer, either
  * one, with SIGBUS); in the child they are gone, as if destroyed (ESTALE,
- * their blocks no arena's, their range not mapped).
+ * their blocks no arena's), and their range stays held, inaccessible, for
+ * the child's life: no later mapping or arena of the child lands there.
  *
  * Returns 0, or -1 with errno:
  *   EINVAL  the configuration file is malformed (sicm_error_detail() names
