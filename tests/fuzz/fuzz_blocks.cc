@@ -157,11 +157,17 @@ void MisuseRefused(const Op &op) {
 
 // A child of fork() reads every block, frees the blocks of private arenas
 // (a shared arena's are the parent's too), allocates anew, in arenas of its
-// own too, and exits; the parent's blocks stay as they were.  The parent waits, within the limit.
+// own too, never where the parent's hugetlb blocks were, and exits; the
+// parent's blocks stay as they were.  The parent waits, within the limit.
 void Fork(const Op &op) {
   pid_t pid = fork();
   if (pid < 0) Fail("fork");
   if (pid == 0) {
+    auto on_lost = [](const char *q, size_t n) {
+      for (const BlockM &b : blocks)
+        if (ArenaOf(b.h)->kind == K_HUGETLB && q < b.p + b.size && b.p < q + n)
+          Fail("child: a new block at %p lies where a parent's hugetlb block was", (void *)q);
+    };
     for (const BlockM &b : blocks) {
       ArenaM *a = ArenaOf(b.h);
       if (a->kind == K_HUGETLB) {  // not inherited: gone in the child
@@ -180,7 +186,7 @@ void Fork(const Op &op) {
       char *p = (char *)sicm_arena_alloc(a.h, 100 + k * 1000);
       if (a.kind == K_HUGETLB ? p != nullptr : p == nullptr && errno != ENOMEM)
         Fail("child: an allocation in a %s arena", kKindNames[a.kind]);
-      if (p) Fill(p, 100 + k * 1000, 7), sicm_free(p);
+      if (p) on_lost(p, 100 + k * 1000), Fill(p, 100 + k * 1000, 7), sicm_free(p);
     }
     // Arenas of its own, of base and of huge pages: blocks it can write.
     sicm_device *devs[2] = {BaseDev(op.c), huge_devs.empty() ? nullptr : huge_devs[op.c % huge_devs.size()]};
@@ -189,7 +195,7 @@ void Fork(const Op &op) {
       char *q = mine ? (char *)sicm_arena_alloc(mine, 5000) : nullptr;
       if (dev != nullptr && (mine == nullptr || (q == nullptr && errno != ENOMEM)))
         Fail("child: a new arena of its own failed");
-      if (q) Fill(q, 5000, 9), sicm_free(q);
+      if (q) on_lost(q, 5000), Fill(q, 5000, 9), sicm_free(q);
       if (mine) sicm_arena_destroy(mine);
     }
     _exit(0);
