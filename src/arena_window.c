@@ -143,7 +143,9 @@ int sc_window_lend(sc_arena *a, void *base, size_t size) {
   }
   for (uintptr_t c = lo >> SC_CHUNK_SHIFT; !err && c <= (hi - 1) >> SC_CHUNK_SHIFT; c++) {
     unsigned owner = __atomic_load_n(&sc_chunk_owner[c], __ATOMIC_ACQUIRE);
-    if (owner != 0 && owner != SC_CHUNK_MANY && window_meets(owner, lo, hi))
+    if (owner == SC_CHUNK_LOST)
+      err = sc_fail(EINVAL, "the memory at %p lies where an arena lost at fork() was", base);
+    else if (owner != 0 && owner != SC_CHUNK_MANY && window_meets(owner, lo, hi))
       err = sc_fail(EINVAL, "the memory at %p lies in another arena's address window", base);
   }
   if (!err && slot == NULL && fixed_used == FIXED_MAX)
@@ -385,6 +387,14 @@ static int window_reserve(sc_arena *a, size_t min_size) {
     return sc_fail(ENOMEM, "the kernel placed a window above the %d-bit address space",
                    SC_ADDRESS_BITS);
   }
+  /* Where a fork() child could not hold a lost window's range, the kernel
+   * may offer it: it is never a window (sc_window_lose_all). */
+  uintptr_t first = (uintptr_t)base >> SC_CHUNK_SHIFT;
+  for (uintptr_t c = first; c < first + size / SC_CHUNK_SIZE; c++)
+    if (__atomic_load_n(&sc_chunk_owner[c], __ATOMIC_ACQUIRE) == SC_CHUNK_LOST) {
+      munmap(base, size);
+      return sc_fail(ENOMEM, "the kernel offered a window where an arena lost at fork() was");
+    }
   sc_window w = {base, size, 0, 0, size - sc_page_size(), NULL, 0};
   if (a->huge_page && window_map_huge(a, base, size, &w) != 0) {
     int err = errno;

@@ -84,11 +84,13 @@ static void fork_release(int child) {
 
 static void fork_parent(void) { fork_release(0); }
 static void fork_child(void) {
+  int err = errno; /* fork() returned 0: the child's errno is the parent's */
   fork_release(1);
   sc_je_upkeep_fork_child();
   sc_arenas_fork_child();
   sc_shared_fork_child();
   sc_autoplace_fork_child();
+  errno = err;
 }
 
 /* The handlers are registered when the library is loaded, before any

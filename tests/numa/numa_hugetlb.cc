@@ -340,7 +340,8 @@ TEST_F(Hugetlb, AChildOfForkLeavesHugetlbArenasToTheParent) {
       auto *b = (char *)sicm_arena_alloc(base, len);
       bad |= b == nullptr || ((uintptr_t)b < hi && (uintptr_t)b + len > lo);
       if (b != nullptr) memset(b, 2, len), blocks.push_back(b);
-      if (k % 4 == 3) sicm_free(blocks[blocks.size() / 2]), blocks.erase(blocks.begin() + blocks.size() / 2);
+      if (k % 4 == 3 && !blocks.empty())
+        sicm_free(blocks[blocks.size() / 2]), blocks.erase(blocks.begin() + blocks.size() / 2);
     }
     for (char *b : blocks) sicm_free(b);
     bad |= base != nullptr && sicm_arena_destroy(base) != 0;
