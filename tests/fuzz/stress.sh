@@ -12,12 +12,13 @@ seed=${SICM_FUZZ_SEED:-$(date +%s)}
 echo "stress.sh: seeds from $seed"
 # Hugetlb arenas are fuzzed too where the run may reserve 2 MiB pages (as
 # root, with none reserved: a site's own pool is never touched); the pool
-# goes back to empty when the run ends, however it ends.
-pool=/proc/sys/vm/nr_hugepages
+# goes back to empty when the run ends, by a signal too.
+pool=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 if [ -w "$pool" ] && [ "$(cat "$pool")" = 0 ]; then
   trap 'echo 0 > "$pool"' EXIT
-  echo 8 > "$pool" 2>/dev/null
-  echo "stress.sh: $(cat "$pool") huge pages reserved for the run"
+  trap 'exit 1' INT TERM HUP
+  (echo 8 > "$pool") 2>/dev/null
+  echo "stress.sh: $(cat "$pool") huge pages of 2 MiB reserved for the run"
 fi
 "$fuzz" --seed "$seed" --seconds "$seconds" --ops 2000 &&
   "$fuzz" --check-mode --seed "$seed" --seconds $((seconds / 4)) --ops 500
