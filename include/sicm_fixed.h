@@ -41,7 +41,8 @@ extern "C" {
  *   EINVAL  addr NULL, no whole page in the range, a page of it not mapped
  *           readable and writable, dev not from sicm_devices() or a
  *           hugetlb device, or the range overlaps another fixed arena or
- *           lies in another arena's memory;
+ *           lies in another arena's memory (in a child of fork(), that of
+ *           a hugetlb arena of the parent too);
  *   ENOMEM  256 fixed arenas exist, or out of memory;
  *   EAGAIN  the allocator has no free arena index;
  *   the errno of mbind(2) when the range cannot be bound to dev. */
