@@ -323,15 +323,16 @@ static inline sc_arena *sc_window_owner(const void *p) {
   if (addr >> SC_ADDRESS_BITS)
     return NULL;
   unsigned owner = __atomic_load_n(&sc_chunk_owner[addr >> SC_CHUNK_SHIFT], __ATOMIC_ACQUIRE);
-  if (owner == 0 || owner == SC_CHUNK_LOST)
-    return NULL;
+  if (owner - 1u < SC_ARENA_SLOTS) /* a whole chunk of one arena: one test */
+    return __atomic_load_n(&sc_arena_slots[owner - 1], __ATOMIC_ACQUIRE);
   if (owner == SC_CHUNK_MANY)
     return sc_window_owner_fixed(addr);
+  if (!(owner & SC_CHUNK_PARTIAL))
+    return NULL; /* 0 or SC_CHUNK_LOST: no arena's */
   sc_arena *a = __atomic_load_n(&sc_arena_slots[(owner & ~SC_CHUNK_PARTIAL) - 1],
                                 __ATOMIC_ACQUIRE);
-  if ((owner & SC_CHUNK_PARTIAL) && !sc_window_contains(a, addr))
-    return sc_window_owner_fixed(addr); /* fixed ranges may share the chunk */
-  return a;
+  /* Fixed arenas' ranges may share the chunk. */
+  return sc_window_contains(a, addr) ? a : sc_window_owner_fixed(addr);
 }
 /* 1 when private windows are mapped readable and writable from the start
  * (commit is accounting only, decommit one madvise); 0 under strict

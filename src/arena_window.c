@@ -21,6 +21,8 @@
 #include "arena.h"
 
 uint16_t sc_chunk_owner[SC_CHUNK_COUNT];
+/* sc_window_owner tells an arena's slot + 1 from the marks by one test. */
+_Static_assert(SC_ARENA_SLOTS < SC_CHUNK_LOST, "slot + 1 lies below the chunk table's marks");
 uint8_t *sc_page_tags[SC_CHUNK_COUNT];
 
 #define PAGE_TAGS_SIZE (SC_CHUNK_SIZE >> SC_PAGE_TAG_SHIFT)
